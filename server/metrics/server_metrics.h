@@ -1,0 +1,84 @@
+// The events the server reports for observability. The server calls this
+// interface (injected, never #ifdef'd); server/metrics/ implements it with
+// prometheus-cpp. Every call is per request or per batch, never per token, so
+// an implementation may take a lock per call.
+//
+// Thread safety: implementations must be safe to call from any thread.
+#ifndef SPECVERIFY_SERVER_METRICS_SERVER_METRICS_H_
+#define SPECVERIFY_SERVER_METRICS_SERVER_METRICS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace specverify::server {
+
+enum class RpcMethod { kVerify, kVerifyStream, kFetchKv, kReleaseKv, kGetServerInfo };
+
+// Why a request was answered without being executed.
+enum class RejectReason { kInvalid, kQueueFull, kArenaFull, kDeadline, kCancelled, kShutdown };
+
+// Which implementation ran a batch (the dispatcher's decision on CUDA).
+enum class ExecutionPathLabel { kFused, kTwoStep, kCpu, kNoop, kSampling };
+
+struct BatchReport {
+  ExecutionPathLabel path = ExecutionPathLabel::kCpu;
+  int32_t sequences = 0;
+  int32_t requests = 0;
+  int64_t input_bytes = 0;       // bytes staged for the batch (tokens, KV, distributions)
+  int64_t draft_tokens = 0;      // sum of gamma
+  int64_t accepted_tokens = 0;   // sum of k
+  int64_t packed_kv_bytes = 0;   // accepted rows * row_bytes
+  absl::Duration device_time;    // kernels (or CPU backend) time of the batch
+  bool exact = true;             // false when the sigmoid approximation ran
+};
+
+struct ServerIdentity {
+  std::string version;
+  std::string backend;      // "cpu", "cuda", "noop"
+  std::string device_name;
+};
+
+class ServerMetrics {
+ public:
+  virtual ~ServerMetrics() = default;
+
+  virtual void SetIdentity(const ServerIdentity& identity) = 0;
+  // One finished call: unary RPCs once, VerifyStream once per request on it.
+  // `latency` is server-side, arrival to response handed to gRPC.
+  virtual void OnRequestFinished(RpcMethod method, absl::StatusCode code,
+                                 absl::Duration latency) = 0;
+  // A request answered without execution, by reason.
+  virtual void OnRequestRejected(RejectReason reason) = 0;
+  // Per dispatched request: arrival at the batcher to its batch's dispatch.
+  virtual void OnQueueDelay(absl::Duration delay) = 0;
+  virtual void OnBatchExecuted(const BatchReport& report) = 0;
+  virtual void SetQueuedSequences(int64_t sequences) = 0;
+  virtual void SetInFlightSequences(int64_t sequences) = 0;
+  virtual void SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
+                             int64_t live_handles) = 0;
+  virtual void OnHandlesExpired(int64_t count) = 0;
+  // A device (CUDA) error: the server stops serving after this.
+  virtual void OnDeviceError() = 0;
+};
+
+// Reports nothing; the default until a real exporter is injected, and for tests.
+class NoopServerMetrics final : public ServerMetrics {
+ public:
+  void SetIdentity(const ServerIdentity&) override {}
+  void OnRequestFinished(RpcMethod, absl::StatusCode, absl::Duration) override {}
+  void OnRequestRejected(RejectReason) override {}
+  void OnQueueDelay(absl::Duration) override {}
+  void OnBatchExecuted(const BatchReport&) override {}
+  void SetQueuedSequences(int64_t) override {}
+  void SetInFlightSequences(int64_t) override {}
+  void SetArenaUsage(int64_t, int64_t, int64_t) override {}
+  void OnHandlesExpired(int64_t) override {}
+  void OnDeviceError() override {}
+};
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_METRICS_SERVER_METRICS_H_
