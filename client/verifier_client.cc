@@ -1,0 +1,324 @@
+#include "client/verifier_client.h"
+
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace specverify::client {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// A VerifyStream call driven by gRPC's callback reactor: one write in flight,
+// the rest queued; reads run continuously until the server ends the stream.
+class StreamSessionImpl final
+    : public VerifyStreamSession,
+      public grpc::ClientBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse> {
+ public:
+  StreamSessionImpl(v1::Verifier::Stub* stub, StreamCallback on_response,
+                    absl::Time deadline)
+      : on_response_(std::move(on_response)) {
+    if (deadline != absl::InfiniteFuture()) {
+      context_.set_deadline(absl::ToChronoTime(deadline));
+    }
+    stub->async()->VerifyStream(&context_, this);
+    StartRead(&incoming_);
+    // Hold one extra operation so the call stays alive until Finish() has
+    // half-closed it (gRPC's "AddHold" idiom for writes issued later).
+    AddHold();
+    StartCall();
+  }
+
+  ~StreamSessionImpl() override {
+    // Finish() must have been called (or the call cancelled and finished);
+    // the destructor waits for OnDone so no callback outlives the object.
+    bool finished;
+    {
+      absl::MutexLock lock(&mu_);
+      finished = finish_called_;
+    }
+    if (!finished) {
+      Cancel();
+      (void)Finish();
+    }
+  }
+
+  absl::Status Send(v1::VerifyRequest request) override {
+    const v1::VerifyRequest* to_write = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finish_called_ || done_) {
+        return absl::FailedPreconditionError("the stream has been finished");
+      }
+      if (write_failed_) {
+        return absl::UnavailableError("the stream has ended");
+      }
+      pending_.push_back(std::move(request));
+      if (!write_in_flight_) {
+        write_in_flight_ = true;
+        to_write = &pending_.front();
+      }
+    }
+    if (to_write != nullptr) StartWrite(to_write);
+    return absl::OkStatus();
+  }
+
+  absl::Status Finish() override {
+    bool half_close_now = false;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!finish_called_) {
+        finish_called_ = true;
+        half_close_now = !write_in_flight_;
+        if (half_close_now) writes_done_sent_ = true;
+      }
+    }
+    if (half_close_now) {
+      StartWritesDone();
+      RemoveHold();
+    }
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&done_));
+    return final_status_;
+  }
+
+  void Cancel() override { context_.TryCancel(); }
+
+  void OnWriteDone(bool ok) override {
+    const v1::VerifyRequest* next = nullptr;
+    bool half_close_now = false;
+    {
+      absl::MutexLock lock(&mu_);
+      pending_.pop_front();
+      if (!ok) {
+        write_failed_ = true;
+        pending_.clear();
+      }
+      if (!pending_.empty()) {
+        next = &pending_.front();
+      } else {
+        write_in_flight_ = false;
+        if (finish_called_ && !writes_done_sent_) {
+          writes_done_sent_ = true;
+          half_close_now = true;
+        }
+      }
+    }
+    if (next != nullptr) {
+      StartWrite(next);
+    } else if (half_close_now) {
+      if (ok) StartWritesDone();
+      RemoveHold();
+    }
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) return;  // the server ended the stream; OnDone follows
+    on_response_(incoming_);
+    StartRead(&incoming_);
+  }
+
+  void OnDone(const grpc::Status& status) override {
+    absl::MutexLock lock(&mu_);
+    final_status_ = FromGrpcStatus(status);
+    done_ = true;
+  }
+
+ private:
+  grpc::ClientContext context_;
+  StreamCallback on_response_;
+  v1::VerifyStreamResponse incoming_;
+
+  absl::Mutex mu_;
+  // std::deque keeps the front element's address while others are appended.
+  std::deque<v1::VerifyRequest> pending_ ABSL_GUARDED_BY(mu_);
+  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
+  bool writes_done_sent_ ABSL_GUARDED_BY(mu_) = false;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status final_status_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
+    const VerifierClientOptions& options) {
+  if (options.address.empty()) {
+    return absl::InvalidArgumentError("address is empty");
+  }
+  if (options.max_message_bytes <= 0 || options.max_message_bytes > INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_message_bytes is ", options.max_message_bytes,
+        "; must lie in [1, ", INT32_MAX, "]"));
+  }
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  if (options.use_tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (!options.tls_root_cert_file.empty()) {
+      absl::StatusOr<std::string> roots = ReadFile(options.tls_root_cert_file);
+      if (!roots.ok()) return roots.status();
+      ssl.pem_root_certs = *std::move(roots);
+    }
+    credentials = grpc::SslCredentials(ssl);
+  } else {
+    credentials = grpc::InsecureChannelCredentials();
+  }
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  auto channel = grpc::CreateCustomChannel(options.address, credentials, args);
+  return std::unique_ptr<VerifierClient>(new VerifierClient(options, std::move(channel)));
+}
+
+VerifierClient::VerifierClient(VerifierClientOptions options,
+                               std::shared_ptr<grpc::Channel> channel)
+    : options_(std::move(options)),
+      channel_(std::move(channel)),
+      stub_(v1::Verifier::NewStub(channel_)) {}
+
+void VerifierClient::ApplyDeadline(grpc::ClientContext& context,
+                                   absl::Duration deadline) const {
+  const absl::Duration d =
+      deadline != absl::ZeroDuration() ? deadline : options_.default_deadline;
+  if (d > absl::ZeroDuration() && d != absl::InfiniteDuration()) {
+    context.set_deadline(absl::ToChronoTime(absl::Now() + d));
+  }
+}
+
+absl::StatusOr<v1::VerifyResponse> VerifierClient::Verify(
+    const v1::VerifyRequest& request, absl::Duration deadline) {
+  grpc::ClientContext context;
+  ApplyDeadline(context, deadline);
+  v1::VerifyResponse response;
+  grpc::Status status = stub_->Verify(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
+void VerifierClient::VerifyAsync(
+    const v1::VerifyRequest& request,
+    std::function<void(absl::StatusOr<v1::VerifyResponse>)> done,
+    absl::Duration deadline) {
+  struct Call {
+    grpc::ClientContext context;
+    v1::VerifyRequest request;
+    v1::VerifyResponse response;
+    std::function<void(absl::StatusOr<v1::VerifyResponse>)> done;
+  };
+  auto* call = new Call;
+  call->request = request;
+  call->done = std::move(done);
+  ApplyDeadline(call->context, deadline);
+  stub_->async()->Verify(&call->context, &call->request, &call->response,
+                         [call](grpc::Status status) {
+                           std::unique_ptr<Call> owned(call);
+                           if (status.ok()) {
+                             owned->done(std::move(owned->response));
+                           } else {
+                             owned->done(FromGrpcStatus(status));
+                           }
+                         });
+}
+
+absl::StatusOr<std::unique_ptr<VerifyStreamSession>> VerifierClient::OpenStream(
+    StreamCallback on_response, absl::Duration deadline) {
+  if (!on_response) return absl::InvalidArgumentError("on_response is empty");
+  const absl::Time when = deadline > absl::ZeroDuration() &&
+                                  deadline != absl::InfiniteDuration()
+                              ? absl::Now() + deadline
+                              : absl::InfiniteFuture();
+  return std::unique_ptr<VerifyStreamSession>(
+      new StreamSessionImpl(stub_.get(), std::move(on_response), when));
+}
+
+absl::StatusOr<std::string> VerifierClient::FetchKv(const std::string& handle,
+                                                    const FetchOptions& options) {
+  grpc::ClientContext context;
+  ApplyDeadline(context, absl::ZeroDuration());
+  v1::FetchKvRequest request;
+  request.set_handle(handle);
+  request.set_first_row(options.first_row);
+  request.set_num_rows(options.num_rows);
+  request.set_chunk_bytes(options.chunk_bytes);
+  request.set_release_after(options.release_after);
+  std::unique_ptr<grpc::ClientReader<v1::FetchKvChunk>> reader =
+      stub_->FetchKv(&context, request);
+  std::string bytes;
+  v1::FetchKvChunk chunk;
+  int64_t total = -1;
+  absl::Status inconsistency;
+  while (reader->Read(&chunk)) {
+    if (!inconsistency.ok()) continue;  // drain the stream, keep the first error
+    if (chunk.offset() != static_cast<int64_t>(bytes.size())) {
+      inconsistency = absl::DataLossError(absl::StrCat(
+          "chunk offset ", chunk.offset(), " does not continue at ", bytes.size()));
+    } else if (total >= 0 && chunk.total_bytes() != total) {
+      inconsistency = absl::DataLossError("total_bytes changed between chunks");
+    }
+    total = chunk.total_bytes();
+    bytes.append(chunk.data());
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpcStatus(status);
+  if (!inconsistency.ok()) return inconsistency;
+  if (total < 0) total = 0;
+  if (static_cast<int64_t>(bytes.size()) != total) {
+    return absl::DataLossError(absl::StrCat("received ", bytes.size(),
+                                            " bytes of ", total));
+  }
+  return bytes;
+}
+
+absl::StatusOr<int64_t> VerifierClient::ReleaseKv(const std::string& handle) {
+  grpc::ClientContext context;
+  ApplyDeadline(context, absl::ZeroDuration());
+  v1::ReleaseKvRequest request;
+  request.set_handle(handle);
+  v1::ReleaseKvResponse response;
+  grpc::Status status = stub_->ReleaseKv(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.released_bytes();
+}
+
+absl::StatusOr<v1::ServerInfo> VerifierClient::GetServerInfo() {
+  grpc::ClientContext context;
+  ApplyDeadline(context, absl::ZeroDuration());
+  v1::ServerInfo info;
+  grpc::Status status =
+      stub_->GetServerInfo(&context, v1::GetServerInfoRequest(), &info);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return info;
+}
+
+absl::StatusOr<bool> VerifierClient::CheckHealth(const std::string& service) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  grpc::ClientContext context;
+  ApplyDeadline(context, absl::ZeroDuration());
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status status = health->Check(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING;
+}
+
+}  // namespace specverify::client

@@ -1,0 +1,123 @@
+// Client library of the specverify.v1 Verifier service: unary Verify (blocking
+// and callback-based), a VerifyStream session, FetchKv, ReleaseKv,
+// GetServerInfo and the standard health check. Every call returns absl::Status
+// (grpc::Status is converted here, at the edge).
+//
+// Thread safety: a VerifierClient may be used from any number of threads at
+// once (the gRPC channel and stub are thread-safe). A VerifyStreamSession may
+// be fed from any thread; its callback runs on a gRPC thread and must not
+// block.
+#ifndef SPECVERIFY_CLIENT_VERIFIER_CLIENT_H_
+#define SPECVERIFY_CLIENT_VERIFIER_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "specverify/v1/verifier.grpc.pb.h"
+
+namespace grpc {
+class Channel;
+class Status;
+}  // namespace grpc
+
+namespace specverify::client {
+
+struct VerifierClientOptions {
+  // host:port, e.g. "localhost:50051" or "unix:/tmp/sv.sock".
+  std::string address;
+  bool use_tls = false;
+  // PEM root certificates for TLS; empty means the system's roots.
+  std::string tls_root_cert_file;
+  // Largest message sent or received (KV rows travel inline or in chunks).
+  int64_t max_message_bytes = 64 << 20;
+  // Deadline of each call that does not pass its own; zero or infinite means
+  // none.
+  absl::Duration default_deadline = absl::Seconds(30);
+};
+
+// gRPC status to absl::Status (the codes are the same numbers).
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// Result of a request on a VerifyStream session: the server's response, or
+// the request's own error (the stream goes on), keyed by request_id.
+using StreamCallback = std::function<void(const v1::VerifyStreamResponse&)>;
+
+// One VerifyStream call. Send() many requests; each response or per-request
+// error arrives at the callback (completion order, not request order).
+// Finish() half-closes the stream, waits for every response and returns the
+// stream's final status.
+class VerifyStreamSession {
+ public:
+  virtual ~VerifyStreamSession() = default;
+  // Queues `request` for sending (one write in flight at a time). Fails after
+  // Finish() or once the stream has ended.
+  virtual absl::Status Send(v1::VerifyRequest request) = 0;
+  // Half-closes and blocks until the server ends the stream.
+  virtual absl::Status Finish() = 0;
+  // Cancels the call; Finish() then returns CANCELLED (or the server's status).
+  virtual void Cancel() = 0;
+};
+
+class VerifierClient {
+ public:
+  static absl::StatusOr<std::unique_ptr<VerifierClient>> Create(
+      const VerifierClientOptions& options);
+
+  // Blocking unary Verify. `deadline` overrides the default when non-zero.
+  absl::StatusOr<v1::VerifyResponse> Verify(
+      const v1::VerifyRequest& request,
+      absl::Duration deadline = absl::ZeroDuration());
+
+  // Asynchronous unary Verify on the callback stub: `done` runs once, on a
+  // gRPC thread, with the response or the error. `request` is copied.
+  void VerifyAsync(
+      const v1::VerifyRequest& request,
+      std::function<void(absl::StatusOr<v1::VerifyResponse>)> done,
+      absl::Duration deadline = absl::ZeroDuration());
+
+  // Opens a VerifyStream. `deadline` (if non-zero) bounds the whole stream.
+  absl::StatusOr<std::unique_ptr<VerifyStreamSession>> OpenStream(
+      StreamCallback on_response, absl::Duration deadline = absl::ZeroDuration());
+
+  struct FetchOptions {
+    int64_t first_row = 0;
+    int64_t num_rows = 0;     // 0: to the end of the handle
+    int64_t chunk_bytes = 0;  // 0: the server's default
+    bool release_after = false;
+  };
+  // Reads the rows behind a KV handle; every chunk is checked to continue the
+  // previous one and the total to match the server's total_bytes.
+  absl::StatusOr<std::string> FetchKv(const std::string& handle,
+                                      const FetchOptions& options);
+  absl::StatusOr<std::string> FetchKv(const std::string& handle) {
+    return FetchKv(handle, FetchOptions{});
+  }
+
+  // Frees a handle; returns the bytes returned to the server's arena.
+  absl::StatusOr<int64_t> ReleaseKv(const std::string& handle);
+
+  absl::StatusOr<v1::ServerInfo> GetServerInfo();
+
+  // grpc.health.v1 Check: true when SERVING. `service` "" is the whole server.
+  absl::StatusOr<bool> CheckHealth(const std::string& service = "");
+
+  const VerifierClientOptions& options() const { return options_; }
+
+ private:
+  VerifierClient(VerifierClientOptions options,
+                 std::shared_ptr<grpc::Channel> channel);
+  void ApplyDeadline(grpc::ClientContext& context, absl::Duration deadline) const;
+
+  VerifierClientOptions options_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Verifier::Stub> stub_;
+};
+
+}  // namespace specverify::client
+
+#endif  // SPECVERIFY_CLIENT_VERIFIER_CLIENT_H_
