@@ -1,0 +1,353 @@
+#include "server/metrics/prometheus_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "prometheus/exposer.h"
+#include "prometheus/text_serializer.h"
+
+namespace specverify::server {
+namespace {
+
+constexpr const char* kRpcNames[] = {"Verify", "VerifyStream", "FetchKv", "ReleaseKv",
+                                     "GetServerInfo"};
+constexpr const char* kRejectReasonNames[] = {"invalid",  "queue_full", "arena_full",
+                                              "deadline", "cancelled",  "shutdown"};
+constexpr const char* kPathNames[] = {"fused", "two_step", "cpu", "noop", "sampling"};
+
+// Every boundary prints exactly in the exposition (prometheus-cpp prints 16
+// significant digits: 75e-6 would read 7.499999999999999e-05; tested).
+// Sub-millisecond resolution where the service lives (a CPU-backend verify
+// is tens of microseconds, a GPU batch a few), then coarse steps to 10 s so
+// that a stalled request still lands in a finite bucket.
+const std::vector<double> kLatencySeconds = {
+    10e-6, 25e-6, 50e-6, 100e-6, 150e-6, 200e-6, 300e-6, 400e-6, 500e-6, 750e-6,
+    1e-3,  1.5e-3, 2e-3, 3e-3,  5e-3,   7.5e-3, 10e-3,  25e-3,  50e-3,  100e-3, 250e-3,
+    500e-3, 1.0,  2.5,   5.0,   10.0};
+const std::vector<double> kQueueDelaySeconds = {
+    1e-6,  2e-6,  5e-6,   10e-6, 20e-6, 50e-6, 100e-6, 150e-6, 200e-6, 300e-6, 500e-6,
+    1e-3,  2e-3,  5e-3,   10e-3, 20e-3, 50e-3, 100e-3, 1.0};
+// A greedy batch of the production regime runs in ~6 us on an H100 (DESIGN.md);
+// the stress regime and the CPU backend take up to milliseconds.
+const std::vector<double> kDeviceSeconds = {
+    1e-6,   2e-6,  4e-6,  6e-6,  8e-6, 10e-6, 15e-6, 20e-6, 30e-6, 50e-6, 100e-6,
+    200e-6, 500e-6, 1e-3, 2e-3,  5e-3, 10e-3, 50e-3, 100e-3, 1.0};
+// Powers of two up to the largest batch the design allows (4096 sequences).
+const std::vector<double> kBatchSequences = {1,   2,   4,    8,    16,   32,  64,
+                                             128, 256, 512, 1024, 2048, 4096};
+const std::vector<double> kBatchRequests = {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024};
+// Powers of four from 1 KiB to 1 GiB (a stress batch packs ~15 MB).
+const std::vector<double> kBatchBytes = {
+    1024.0,        4096.0,        16384.0,        65536.0,         262144.0,      1048576.0,
+    4194304.0,     16777216.0,    67108864.0,     268435456.0,     1073741824.0};
+
+// Adds `boundary` to sorted `buckets`. A fixed boundary within rounding of it
+// (200e-6 against absl's 200 us in seconds) is replaced, not duplicated.
+std::vector<double> WithBoundary(std::vector<double> buckets, double boundary) {
+  buckets.erase(std::remove_if(buckets.begin(), buckets.end(),
+                               [boundary](double b) {
+                                 return std::abs(b - boundary) <= 1e-12 * std::abs(boundary);
+                               }),
+                buckets.end());
+  buckets.push_back(boundary);
+  std::sort(buckets.begin(), buckets.end());
+  buckets.erase(std::unique(buckets.begin(), buckets.end()), buckets.end());
+  return buckets;
+}
+
+double Seconds(absl::Duration d) {
+  // A clock step can make a measured span negative; it belongs in the first
+  // bucket, not below it.
+  return std::max(0.0, absl::ToDoubleSeconds(d));
+}
+
+// absl::StatusCode's values are 0..16; anything else is reported as UNKNOWN,
+// keeping the code label's values bounded.
+int StatusCodeIndex(absl::StatusCode code, int status_codes) {
+  const int index = static_cast<int>(code);
+  return (index >= 0 && index < status_codes) ? index
+                                              : static_cast<int>(absl::StatusCode::kUnknown);
+}
+
+// "host:port" with a non-empty host and a port in [0, 65535]. civetweb would
+// also fail on a malformed address, but with a message that names nothing.
+absl::Status ValidateListenAddress(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) || port < 0 ||
+      port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics listen address '", address,
+        "' is not host:port with a port in [0, 65535] (e.g. 0.0.0.0:9401; empty disables)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+PrometheusServerMetrics::PrometheusServerMetrics(const PrometheusMetricsOptions& options)
+    : latency_buckets_(
+          WithBoundary(kLatencySeconds, absl::ToDoubleSeconds(options.max_queue_delay))),
+      queue_delay_buckets_(
+          WithBoundary(kQueueDelaySeconds, absl::ToDoubleSeconds(options.max_queue_delay))),
+      registry_(std::make_shared<prometheus::Registry>()) {}
+
+PrometheusServerMetrics::~PrometheusServerMetrics() = default;
+
+absl::StatusOr<std::unique_ptr<PrometheusServerMetrics>> PrometheusServerMetrics::Start(
+    const PrometheusMetricsOptions& options) {
+  if (options.max_queue_delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "metrics max_queue_delay must be >= 0, got ", absl::FormatDuration(options.max_queue_delay)));
+  }
+  if (options.http_threads < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics http_threads must be >= 1, got ", options.http_threads));
+  }
+  if (!options.listen_address.empty()) {
+    if (absl::Status s = ValidateListenAddress(options.listen_address); !s.ok()) return s;
+  }
+  std::unique_ptr<PrometheusServerMetrics> metrics(new PrometheusServerMetrics(options));
+  // prometheus-cpp reports errors by exception (invalid names, civetweb's
+  // failed bind); none may cross into the server.
+  try {
+    metrics->BuildSeries();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("building the metric registry failed: ", e.what()));
+  }
+  if (options.listen_address.empty()) return metrics;
+  try {
+    metrics->exposer_ = std::make_unique<prometheus::Exposer>(
+        options.listen_address, static_cast<std::size_t>(options.http_threads));
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("metrics exporter cannot listen on '",
+                                               options.listen_address, "': ", e.what()));
+  }
+  metrics->exposer_->RegisterCollectable(metrics->registry_);
+  const std::vector<int> ports = metrics->exposer_->GetListeningPorts();
+  if (ports.empty()) {
+    return absl::UnavailableError(absl::StrCat("metrics exporter on '", options.listen_address,
+                                               "' reports no listening port"));
+  }
+  metrics->bound_port_ = ports.front();
+  return metrics;
+}
+
+void PrometheusServerMetrics::BuildSeries() {
+  prometheus::Registry& r = *registry_;
+
+  auto& requests = prometheus::BuildCounter()
+                       .Name("specverify_requests_total")
+                       .Help("Finished RPCs (VerifyStream: per request on the stream), by "
+                             "method and gRPC status code.")
+                       .Register(r);
+  auto& latency = prometheus::BuildHistogram()
+                      .Name("specverify_request_duration_seconds")
+                      .Help("Server-side latency of a finished RPC, from arrival to the "
+                            "response handed to gRPC, by method.")
+                      .Register(r);
+  for (int m = 0; m < kRpcMethods; ++m) {
+    for (int c = 0; c < kStatusCodes; ++c) {
+      requests_[m][c] = &requests.Add(
+          {{"rpc", kRpcNames[m]},
+           {"code", absl::StatusCodeToString(static_cast<absl::StatusCode>(c))}});
+    }
+    request_latency_[m] = &latency.Add({{"rpc", kRpcNames[m]}}, latency_buckets_);
+  }
+
+  auto& rejected = prometheus::BuildCounter()
+                       .Name("specverify_requests_rejected_total")
+                       .Help("Requests answered without being executed, by reason.")
+                       .Register(r);
+  for (int i = 0; i < kRejectReasons; ++i) {
+    rejected_[i] = &rejected.Add({{"reason", kRejectReasonNames[i]}});
+  }
+
+  queue_delay_ = &prometheus::BuildHistogram()
+                      .Name("specverify_queue_delay_seconds")
+                      .Help("Per dispatched request: arrival at the batcher to its batch's "
+                            "dispatch. One bucket boundary is exactly max_queue_delay.")
+                      .Register(r)
+                      .Add({}, queue_delay_buckets_);
+
+  auto& batches = prometheus::BuildCounter()
+                      .Name("specverify_batches_total")
+                      .Help("Batches executed, by the execution path the dispatcher chose.")
+                      .Register(r);
+  auto& device_time = prometheus::BuildHistogram()
+                          .Name("specverify_batch_device_seconds")
+                          .Help("Device (kernel, or CPU backend) time of one batch, by "
+                                "execution path.")
+                          .Register(r);
+  for (int i = 0; i < kExecutionPaths; ++i) {
+    batches_[i] = &batches.Add({{"path", kPathNames[i]}});
+    device_time_[i] = &device_time.Add({{"path", kPathNames[i]}}, kDeviceSeconds);
+  }
+  batch_sequences_ = &prometheus::BuildHistogram()
+                          .Name("specverify_batch_size_sequences")
+                          .Help("Sequences per executed batch.")
+                          .Register(r)
+                          .Add({}, kBatchSequences);
+  batch_requests_ = &prometheus::BuildHistogram()
+                         .Name("specverify_batch_size_requests")
+                         .Help("Requests whose sequences an executed batch merged.")
+                         .Register(r)
+                         .Add({}, kBatchRequests);
+  batch_bytes_ = &prometheus::BuildHistogram()
+                      .Name("specverify_batch_size_bytes")
+                      .Help("Input bytes staged for one batch (tokens, KV rows, "
+                            "distributions).")
+                      .Register(r)
+                      .Add({}, kBatchBytes);
+
+  sequences_verified_ = &prometheus::BuildCounter()
+                             .Name("specverify_sequences_verified_total")
+                             .Help("Sequence drafts verified (exact and non-exact).")
+                             .Register(r)
+                             .Add({});
+  non_exact_sequences_ = &prometheus::BuildCounter()
+                              .Name("specverify_non_exact_sequences_total")
+                              .Help("Sequence drafts verified with the non-exact sigmoid "
+                                    "approximation (included in sequences_verified).")
+                              .Register(r)
+                              .Add({});
+  draft_tokens_ = &prometheus::BuildCounter()
+                       .Name("specverify_draft_tokens_total")
+                       .Help("Draft tokens proposed (sum of gamma over verified sequences).")
+                       .Register(r)
+                       .Add({});
+  accepted_tokens_ = &prometheus::BuildCounter()
+                          .Name("specverify_accepted_tokens_total")
+                          .Help("Draft tokens accepted (sum of k); acceptance rate = "
+                                "accepted / draft.")
+                          .Register(r)
+                          .Add({});
+  packed_kv_bytes_ = &prometheus::BuildCounter()
+                          .Name("specverify_packed_kv_bytes_total")
+                          .Help("KV bytes packed (accepted rows times row bytes).")
+                          .Register(r)
+                          .Add({});
+
+  queued_sequences_ = &prometheus::BuildGauge()
+                           .Name("specverify_queued_sequences")
+                           .Help("Sequences waiting in the batcher.")
+                           .Register(r)
+                           .Add({});
+  in_flight_sequences_ = &prometheus::BuildGauge()
+                              .Name("specverify_in_flight_sequences")
+                              .Help("Sequences dispatched to the executor and not yet "
+                                    "answered.")
+                              .Register(r)
+                              .Add({});
+  arena_used_bytes_ = &prometheus::BuildGauge()
+                           .Name("specverify_kv_arena_used_bytes")
+                           .Help("KV arena bytes held by live handles.")
+                           .Register(r)
+                           .Add({});
+  arena_capacity_bytes_ = &prometheus::BuildGauge()
+                               .Name("specverify_kv_arena_capacity_bytes")
+                               .Help("KV arena bytes reserved at start-up.")
+                               .Register(r)
+                               .Add({});
+  live_handles_ = &prometheus::BuildGauge()
+                       .Name("specverify_kv_live_handles")
+                       .Help("KV handles neither released nor expired.")
+                       .Register(r)
+                       .Add({});
+  handles_expired_ = &prometheus::BuildCounter()
+                          .Name("specverify_kv_handles_expired_total")
+                          .Help("KV handles freed by their TTL (not by ReleaseKv).")
+                          .Register(r)
+                          .Add({});
+  device_errors_ = &prometheus::BuildCounter()
+                        .Name("specverify_device_errors_total")
+                        .Help("Device (CUDA) errors; the server stops serving after one.")
+                        .Register(r)
+                        .Add({});
+  build_info_family_ = &prometheus::BuildGauge()
+                            .Name("specverify_build_info")
+                            .Help("Constant 1, labelled with the server's version, backend "
+                                  "(cpu, cuda, noop) and device.")
+                            .Register(r);
+}
+
+std::string PrometheusServerMetrics::ExpositionText() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, registry_->Collect());
+  return out.str();
+}
+
+void PrometheusServerMetrics::SetIdentity(const ServerIdentity& identity) {
+  absl::MutexLock lock(&identity_mu_);
+  // One series only: a changed identity replaces the old one instead of
+  // leaving two build_info series at 1.
+  if (build_info_ != nullptr) build_info_family_->Remove(build_info_);
+  build_info_ = &build_info_family_->Add({{"version", identity.version},
+                                          {"backend", identity.backend},
+                                          {"device", identity.device_name}});
+  build_info_->Set(1);
+}
+
+void PrometheusServerMetrics::OnRequestFinished(RpcMethod method, absl::StatusCode code,
+                                                absl::Duration latency) {
+  const int m = static_cast<int>(method);
+  if (m < 0 || m >= kRpcMethods) return;
+  requests_[m][StatusCodeIndex(code, kStatusCodes)]->Increment();
+  request_latency_[m]->Observe(Seconds(latency));
+}
+
+void PrometheusServerMetrics::OnRequestRejected(RejectReason reason) {
+  const int i = static_cast<int>(reason);
+  if (i < 0 || i >= kRejectReasons) return;
+  rejected_[i]->Increment();
+}
+
+void PrometheusServerMetrics::OnQueueDelay(absl::Duration delay) {
+  queue_delay_->Observe(Seconds(delay));
+}
+
+void PrometheusServerMetrics::OnBatchExecuted(const BatchReport& report) {
+  const int p = static_cast<int>(report.path);
+  if (p >= 0 && p < kExecutionPaths) {
+    batches_[p]->Increment();
+    device_time_[p]->Observe(Seconds(report.device_time));
+  }
+  batch_sequences_->Observe(static_cast<double>(report.sequences));
+  batch_requests_->Observe(static_cast<double>(report.requests));
+  batch_bytes_->Observe(static_cast<double>(report.input_bytes));
+  sequences_verified_->Increment(static_cast<double>(report.sequences));
+  if (!report.exact) non_exact_sequences_->Increment(static_cast<double>(report.sequences));
+  draft_tokens_->Increment(static_cast<double>(report.draft_tokens));
+  accepted_tokens_->Increment(static_cast<double>(report.accepted_tokens));
+  packed_kv_bytes_->Increment(static_cast<double>(report.packed_kv_bytes));
+}
+
+void PrometheusServerMetrics::SetQueuedSequences(int64_t sequences) {
+  queued_sequences_->Set(static_cast<double>(sequences));
+}
+
+void PrometheusServerMetrics::SetInFlightSequences(int64_t sequences) {
+  in_flight_sequences_->Set(static_cast<double>(sequences));
+}
+
+void PrometheusServerMetrics::SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
+                                            int64_t live_handles) {
+  arena_used_bytes_->Set(static_cast<double>(used_bytes));
+  arena_capacity_bytes_->Set(static_cast<double>(capacity_bytes));
+  live_handles_->Set(static_cast<double>(live_handles));
+}
+
+void PrometheusServerMetrics::OnHandlesExpired(int64_t count) {
+  handles_expired_->Increment(static_cast<double>(count));
+}
+
+void PrometheusServerMetrics::OnDeviceError() { device_errors_->Increment(); }
+
+}  // namespace specverify::server
