@@ -1,0 +1,202 @@
+// Bit-reproducible float math shared by the CPU reference and the CUDA kernels.
+//
+// Why: a sampled token depends on a handful of float values (a race key, an
+// acceptance probability, a softmax normalizer). glibc's expf/logf and CUDA's
+// differ by an ulp now and then, and nvcc contracts a*b+c into an FMA where the
+// host compiler does not, so "the same formula" computes different bits on the
+// two sides and, rarely, a different token. Everything here is built only from
+// IEEE-754 correctly rounded operations (add, mul, div, conversions, bit
+// manipulation) written so neither compiler can fuse or reorder them: on the
+// device through the __fadd_rn/__fmul_rn intrinsics (never contracted), on the
+// host through plain operators (the project builds with -std=c++20, i.e.
+// -ffp-contract=off, and x86-64 float math is SSE). Same inputs, same bits.
+//
+// Accuracy: ExpDet and LogDet are the Cephes single-precision polynomials
+// evaluated without FMA, within 2 ulp of the true value over the ranges used.
+#ifndef SPECVERIFY_KERNELS_SAMPLING_DET_MATH_H_
+#define SPECVERIFY_KERNELS_SAMPLING_DET_MATH_H_
+
+#include <cstdint>
+#include <cstring>
+
+#if defined(__CUDACC__)
+#define SV_HD __host__ __device__ __forceinline__
+#else
+#define SV_HD inline
+#endif
+
+namespace specverify::detmath {
+
+SV_HD float BitsToFloat(uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  return __uint_as_float(bits);
+#else
+  float f;
+  std::memcpy(&f, &bits, sizeof(f));
+  return f;
+#endif
+}
+
+SV_HD uint32_t FloatToBits(float f) {
+#if defined(__CUDA_ARCH__)
+  return __float_as_uint(f);
+#else
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof(bits));
+  return bits;
+#endif
+}
+
+// Correctly rounded, never fused.
+SV_HD float Add(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+SV_HD float Sub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+SV_HD float Mul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+SV_HD float Div(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+SV_HD double AddD(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+SV_HD double MulD(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+SV_HD bool IsFinite(float f) { return (FloatToBits(f) & 0x7f800000u) != 0x7f800000u; }
+
+// 2^n for n in [-126, 127] as an exact float.
+SV_HD float Pow2(int32_t n) { return BitsToFloat(static_cast<uint32_t>(n + 127) << 23); }
+
+// e^x. x <= -103.5 gives 0 (below the smallest subnormal), x >= 88.72 gives +inf.
+SV_HD float ExpDet(float x) {
+  if (!(x > -103.5f)) return 0.0f;  // also maps NaN to 0; callers validate first
+  if (x >= 88.72f) return BitsToFloat(0x7f800000u);
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kC1 = 0.693359375f;     // ln 2, high part (exact in 9 bits)
+  constexpr float kC2 = -2.12194440e-4f;  // ln 2 - kC1
+  // n = round(x / ln 2); the float-to-int conversion truncates toward zero.
+  const float t = Add(Mul(x, kLog2e), x < 0.0f ? -0.5f : 0.5f);
+  const int32_t n = static_cast<int32_t>(t);
+  const float nf = static_cast<float>(n);
+  float r = Sub(x, Mul(nf, kC1));
+  r = Sub(r, Mul(nf, kC2));
+  const float z = Mul(r, r);
+  float y = 1.9875691500e-4f;
+  y = Add(Mul(y, r), 1.3981999507e-3f);
+  y = Add(Mul(y, r), 8.3334519073e-3f);
+  y = Add(Mul(y, r), 4.1665795894e-2f);
+  y = Add(Mul(y, r), 1.6666665459e-1f);
+  y = Add(Mul(y, r), 5.0000001201e-1f);
+  y = Add(Add(Mul(y, z), r), 1.0f);
+  // Scale by 2^n in two exact steps so results in the subnormal range work.
+  if (n < -126) return Mul(Mul(y, Pow2(n + 64)), Pow2(-64));
+  if (n > 127) return Mul(Mul(y, Pow2(n - 1)), 2.0f);
+  return Mul(y, Pow2(n));
+}
+
+// Natural log of a positive normal float (the uniforms here are >= 2^-24).
+SV_HD float LogDet(float x) {
+  uint32_t bits = FloatToBits(x);
+  int32_t e = static_cast<int32_t>((bits >> 23) & 0xffu) - 126;
+  float m = BitsToFloat((bits & 0x007fffffu) | 0x3f000000u);  // m in [0.5, 1)
+  constexpr float kSqrtHalf = 0.707106781186547524f;
+  if (m < kSqrtHalf) {
+    e -= 1;
+    m = Sub(Add(m, m), 1.0f);
+  } else {
+    m = Sub(m, 1.0f);
+  }
+  const float z = Mul(m, m);
+  float y = 7.0376836292e-2f;
+  y = Sub(Mul(y, m), 1.1514610310e-1f);
+  y = Add(Mul(y, m), 1.1676998740e-1f);
+  y = Sub(Mul(y, m), 1.2420140846e-1f);
+  y = Add(Mul(y, m), 1.4249322787e-1f);
+  y = Sub(Mul(y, m), 1.6668057665e-1f);
+  y = Add(Mul(y, m), 2.0000714765e-1f);
+  y = Sub(Mul(y, m), 2.4999993993e-1f);
+  y = Add(Mul(y, m), 3.3333331174e-1f);
+  y = Mul(Mul(y, m), z);
+  const float ef = static_cast<float>(e);
+  y = Add(y, Mul(-2.12194440e-4f, ef));
+  y = Sub(y, Mul(0.5f, z));
+  float result = Add(m, y);
+  result = Add(result, Mul(0.693359375f, ef));
+  return result;
+}
+
+// Half-precision storage formats, converted exactly (every fp16 and bf16 value
+// is a float).
+SV_HD float BFloat16BitsToFloat(uint16_t h) { return BitsToFloat(static_cast<uint32_t>(h) << 16); }
+
+SV_HD float Float16BitsToFloat(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0x1fu) return BitsToFloat(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent != 0) return BitsToFloat(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+  // Zero or subnormal: mantissa * 2^-24, exact in float.
+  const float magnitude = Mul(static_cast<float>(mantissa), 5.9604644775390625e-8f);
+  return sign ? -magnitude : magnitude;
+}
+
+// Round-to-nearest-even float -> storage format, for workload generation.
+inline uint16_t FloatToBFloat16Bits(float f) {
+  const uint32_t bits = FloatToBits(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+inline uint16_t FloatToFloat16Bits(float f) {
+  const uint32_t bits = FloatToBits(f);
+  const uint16_t sign = static_cast<uint16_t>((bits >> 16) & 0x8000u);
+  const uint32_t abs_bits = bits & 0x7fffffffu;
+  if (abs_bits > 0x7f800000u) return sign | 0x7e00u;  // NaN
+  if (abs_bits >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: inf
+  if (abs_bits < 0x33000001u) return sign;              // below half the smallest subnormal
+  int32_t exponent = static_cast<int32_t>(abs_bits >> 23) - 127;
+  uint32_t mantissa = (abs_bits & 0x7fffffu) | 0x800000u;
+  int32_t shift = 13;
+  if (exponent < -14) shift += -14 - exponent;  // subnormal half
+  const uint32_t half_ulp = 1u << (shift - 1);
+  uint32_t rounded = mantissa >> shift;
+  const uint32_t rest = mantissa & ((1u << shift) - 1u);
+  if (rest > half_ulp || (rest == half_ulp && (rounded & 1u))) ++rounded;
+  if (exponent < -14) return sign | static_cast<uint16_t>(rounded);
+  // rounded includes the implicit bit; a carry into bit 11 bumps the exponent.
+  return sign | static_cast<uint16_t>(((exponent + 15) << 10) + (rounded - 0x400u));
+}
+
+}  // namespace specverify::detmath
+
+#endif  // SPECVERIFY_KERNELS_SAMPLING_DET_MATH_H_

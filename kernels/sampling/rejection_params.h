@@ -1,0 +1,123 @@
+// Exact rejection-sampling verification (Leviathan et al. 2023, "Fast
+// Inference from Transformers via Speculative Decoding", Algorithm 1; seeds
+// 001, 003, 004) on a ragged batch. Semantics, RNG keying and edge cases are
+// specified in docs/SAMPLING.md; this header is the contract of the data.
+//
+// Layout (the ragged layout of kernels/layout/ragged_batch.h, with rows of V
+// values instead of token ids):
+//
+//   draft_offsets  [b + 1]              offsets[0] == 0, gamma_i = offsets[i+1] - offsets[i]
+//   draft_tokens   [offsets[b]]         x_ij, sampled by the drafter from q_ij
+//   target_values  [(offsets[b] + b) * V]  row of (i, j) at offsets[i] + i + j, j in [0, gamma_i]
+//   draft_values   [offsets[b] * V]     row of (i, j) at offsets[i] + j, j in [0, gamma_i);
+//                                       null iff !has_draft_probs (q one-hot on x_ij)
+//   sequences      [b]                  per-sequence seed, sequence index, temperature, top-k/p
+//
+// Per sequence, with u_j the acceptance coin of position j (philox.h):
+//   accept x_j  iff  p_j(x_j) > 0  and  u_j * q_j(x_j) <= p_j(x_j)
+//   k = first rejected position, else gamma
+//   next ~ normalize(max(0, p_k - q_k)) if k < gamma   (falls back to p_k if that is all zero)
+//   next ~ p_gamma                       if k == gamma (the bonus token)
+//
+// The structs are plain views and own nothing. LaunchRejectionSample requires
+// device pointers, ReferenceRejectionSample host pointers.
+#ifndef SPECVERIFY_KERNELS_SAMPLING_REJECTION_PARAMS_H_
+#define SPECVERIFY_KERNELS_SAMPLING_REJECTION_PARAMS_H_
+
+#include <cstdint>
+
+namespace specverify {
+
+// Element type of target_values / draft_values (both share it).
+enum class SampleDtype : uint8_t { kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2 };
+
+// What the rows hold (target and draft share it).
+enum class SampleValueKind : uint8_t {
+  // Finite, >= 0, used as given: acceptance reads two raw scalars, so rows are
+  // expected to sum to 1; sampling normalizes implicitly. temperature, top_k
+  // and top_p must be neutral (the caller applied them).
+  kProbabilities = 0,
+  // Finite logits z: p = softmax(z / T) restricted to top-k then top-p, as
+  // inference engines do; T == 0 means greedy (argmax, lowest index on ties).
+  // Draft logits give q = softmax(z_q / T) (no top-k/top-p: a drafter that
+  // filtered sends probabilities).
+  kLogits = 1,
+};
+
+enum class SampleMethod : uint8_t {
+  kExact = 0,
+  // Seed 001's approximation: p^(x) = sigmoid((z / T - alpha) / (beta - alpha))
+  // (likewise q^), unnormalized, in place of softmax. NOT exact: the emitted
+  // distribution deviates from the target's (docs/SAMPLING.md measures how
+  // much). Logits only, T > 0, no top-k/top-p.
+  kSigmoid = 1,
+};
+
+inline constexpr bool IsExactMethod(SampleMethod m) { return m == SampleMethod::kExact; }
+
+// Per-sequence parameters, 24 bytes, one array [b] in the memory space of the
+// batch (a single copy to stage).
+struct SequenceSamplingParams {
+  uint64_t seed = 0;           // the request's seed (VerifyRequest.seed)
+  int32_t sequence_index = 0;  // index of this sequence within its request, >= 0
+  float temperature = 1.0f;    // logits: finite, >= 0 (0 = greedy); ignored for probabilities
+  int32_t top_k = 0;           // logits: >= 0, 0 = keep all
+  float top_p = 1.0f;          // logits: in (0, 1], 1 = keep all
+};
+static_assert(sizeof(SequenceSamplingParams) == 24);
+
+// Per-sequence outcome codes written by every implementation; the host turns
+// a non-zero code into INVALID_ARGUMENT (RejectionCodeToStatus).
+enum RejectionCode : int32_t {
+  kRejectionOk = 0,
+  kRejectionDraftTokenOutOfRange = 1,  // a draft id outside [0, V)
+  kRejectionBadTargetValue = 2,        // NaN, Inf, or a negative probability in a target row read
+  kRejectionBadDraftValue = 3,         // the same in a draft row read
+  kRejectionEmptyTargetRow = 4,        // the row sampled from has no positive mass
+  kRejectionBadSequenceParams = 5,     // temperature / top_k / top_p out of range
+  kRejectionBadRowSum = 6,             // full-row check: a probability row sums to 0 or not finite
+};
+
+struct RejectionBatchInput {
+  int32_t num_sequences = 0;  // b, >= 0
+  int32_t vocab_size = 0;     // V, >= 1
+  SampleDtype dtype = SampleDtype::kFloat32;
+  SampleValueKind kind = SampleValueKind::kProbabilities;
+  SampleMethod method = SampleMethod::kExact;
+  bool has_draft_probs = false;
+  // Check every element of every row (and, for probabilities, that each row's
+  // sum is positive and finite) instead of only the elements the verification
+  // reads. Costs one extra pass over all rows.
+  bool validate_full_rows = false;
+  // Host-known: some sequence has top_k > 0 or top_p < 1. The GPU path needs
+  // it to schedule the filtering pass without reading device memory.
+  bool any_top_k_top_p = false;
+  float sigmoid_alpha = -1e3f;  // kSigmoid only: alpha < beta
+  float sigmoid_beta = 1e3f;
+
+  const int32_t* draft_offsets = nullptr;              // [b + 1], read-only
+  const int32_t* draft_tokens = nullptr;               // [offsets[b]], read-only
+  const void* target_values = nullptr;                 // [(offsets[b] + b) * V] of dtype, read-only
+  const void* draft_values = nullptr;                  // [offsets[b] * V] of dtype, or null
+  const SequenceSamplingParams* sequences = nullptr;   // [b], read-only
+};
+
+struct RejectionBatchOutput {
+  int32_t* accepted_lengths = nullptr;  // [b] k_i (0 on error): feeds the greedy pack
+  int32_t* next_tokens = nullptr;       // [b] the correction or bonus token (-1 on error)
+  uint8_t* mismatch = nullptr;          // [b] 1 iff k_i < gamma_i (as greedy; 1 on error)
+  int32_t* status_codes = nullptr;      // [b] RejectionCode
+  int32_t* error_positions = nullptr;   // [b] row j of the offending value/token, -1 if none
+};
+
+struct RejectionSampleParams {
+  RejectionBatchInput input;
+  RejectionBatchOutput output;
+};
+
+// Bytes per element of a dtype.
+inline constexpr int64_t SampleDtypeBytes(SampleDtype d) { return d == SampleDtype::kFloat32 ? 4 : 2; }
+
+}  // namespace specverify
+
+#endif  // SPECVERIFY_KERNELS_SAMPLING_REJECTION_PARAMS_H_

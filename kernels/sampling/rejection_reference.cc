@@ -1,0 +1,265 @@
+#include "kernels/sampling/rejection_reference.h"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+#include "kernels/sampling/philox.h"
+#include "kernels/sampling/rejection_core.h"
+
+namespace specverify {
+namespace {
+
+using rejection::ChunkStats;
+using rejection::RaceCandidate;
+using rejection::RowNormalizer;
+using rejection::RowProbability;
+
+struct SequenceView {
+  const RejectionBatchInput& in;
+  int32_t index;
+  int32_t gamma;
+  const int32_t* draft;
+  int64_t target_row0;  // row index of position 0
+  int64_t draft_row0;
+  const SequenceSamplingParams& seq;
+
+  float Target(int32_t j, int32_t x) const {
+    return rejection::LoadValue(in.target_values, in.dtype, (target_row0 + j) * in.vocab_size + x);
+  }
+  float Draft(int32_t j, int32_t x) const {
+    return rejection::LoadValue(in.draft_values, in.dtype, (draft_row0 + j) * in.vocab_size + x);
+  }
+};
+
+struct Outcome {
+  int32_t accepted = 0;
+  int32_t next = -1;
+  int32_t code = kRejectionOk;
+  int32_t position = -1;
+};
+
+// First invalid element of a row, or -1.
+int32_t FirstInvalid(const RejectionBatchInput& in, const std::function<float(int32_t)>& load) {
+  for (int32_t x = 0; x < in.vocab_size; ++x) {
+    if (!rejection::ValueIsValid(in.kind, load(x))) return x;
+  }
+  return -1;
+}
+
+bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const std::function<float(int32_t)>& load) {
+  double sum = 0.0;
+  for (int32_t x = 0; x < in.vocab_size; ++x) sum += load(x);
+  return sum > 0.0 && sum < 1e300;
+}
+
+// Unfiltered softmax normalizer of one logits row, chunk by chunk as the GPU.
+RowNormalizer Normalize(const RejectionBatchInput& in, const std::function<float(int32_t)>& load,
+                        float inv_t, std::vector<ChunkStats>& chunks) {
+  const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
+  chunks.resize(num_chunks);
+  for (int32_t c = 0; c < num_chunks; ++c) {
+    const int32_t begin = c * rejection::kNormalizerChunk;
+    const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
+    ChunkStats s{load(begin), begin, 0.0};
+    for (int32_t x = begin + 1; x < end; ++x) {
+      const float z = load(x);
+      if (z > s.max) {
+        s.max = z;
+        s.argmax = x;
+      }
+    }
+    for (int32_t x = begin; x < end; ++x) {
+      s.sum = detmath::AddD(s.sum, static_cast<double>(rejection::LogitWeight(load(x), s.max, inv_t)));
+    }
+    chunks[c] = s;
+  }
+  return rejection::CombineChunks(chunks.data(), num_chunks, inv_t);
+}
+
+// Top-k then top-p (docs/SAMPLING.md): keeps z >= threshold, where top-k's
+// threshold is the k-th largest logit (ties kept) and top-p then keeps a
+// logit value iff the mass of strictly larger kept logits is < top_p of the
+// kept mass. Recomputes the normalizer over the kept tokens.
+void Filter(const RejectionBatchInput& in, const std::function<float(int32_t)>& load,
+            const SequenceSamplingParams& s, float inv_t, RowNormalizer& norm) {
+  std::vector<float> sorted(in.vocab_size);
+  for (int32_t x = 0; x < in.vocab_size; ++x) sorted[x] = load(x);
+  std::sort(sorted.begin(), sorted.end(), std::greater<float>());
+  float threshold = rejection::NegativeInfinity();
+  int32_t kept = in.vocab_size;
+  if (s.top_k > 0 && s.top_k < in.vocab_size) {
+    threshold = sorted[s.top_k - 1];
+    kept = static_cast<int32_t>(std::upper_bound(sorted.begin(), sorted.end(), threshold,
+                                                 std::greater<float>()) - sorted.begin());
+  }
+  if (s.top_p < 1.0f) {
+    double kept_mass = 0.0;
+    for (int32_t r = 0; r < kept; ++r) {
+      kept_mass += rejection::LogitWeight(sorted[r], norm.max, inv_t);
+    }
+    const double budget = static_cast<double>(s.top_p) * kept_mass;
+    double larger = 0.0;  // mass of logits strictly above the current value
+    int32_t r = 0;
+    while (r < kept) {
+      const float value = sorted[r];
+      if (!(larger < budget)) break;
+      threshold = value;
+      while (r < kept && sorted[r] == value) {
+        larger += rejection::LogitWeight(sorted[r], norm.max, inv_t);
+        ++r;
+      }
+    }
+  }
+  double sum = 0.0;
+  for (int32_t x = 0; x < in.vocab_size; ++x) {
+    const float z = load(x);
+    if (z >= threshold) sum += rejection::LogitWeight(z, norm.max, inv_t);
+  }
+  norm.threshold = threshold;
+  norm.sum = static_cast<float>(sum);
+}
+
+Outcome SampleSequence(const SequenceView& v) {
+  const RejectionBatchInput& in = v.in;
+  const SequenceSamplingParams& s = v.seq;
+  Outcome out;
+  const auto fail = [&out](int32_t code, int32_t position) {
+    out.code = code;
+    out.position = position;
+    return out;
+  };
+  if (const int32_t code = rejection::SequenceParamsCode(in.kind, in.method, s); code != kRejectionOk) {
+    return fail(code, -1);
+  }
+  for (int32_t j = 0; j < v.gamma; ++j) {
+    if (v.draft[j] < 0 || v.draft[j] >= in.vocab_size) return fail(kRejectionDraftTokenOutOfRange, j);
+  }
+  const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
+  const auto target_row = [&v](int32_t j) { return [&v, j](int32_t x) { return v.Target(j, x); }; };
+  const auto draft_row = [&v](int32_t j) { return [&v, j](int32_t x) { return v.Draft(j, x); }; };
+
+  // The elements every path reads before deciding acceptance.
+  for (int32_t j = 0; j < v.gamma || (logits_exact && j == v.gamma); ++j) {
+    if (logits_exact) {
+      if (FirstInvalid(in, target_row(j)) >= 0) return fail(kRejectionBadTargetValue, j);
+      if (in.has_draft_probs && j < v.gamma && FirstInvalid(in, draft_row(j)) >= 0) {
+        return fail(kRejectionBadDraftValue, j);
+      }
+    } else {
+      if (!rejection::ValueIsValid(in.kind, v.Target(j, v.draft[j]))) return fail(kRejectionBadTargetValue, j);
+      if (in.has_draft_probs && !rejection::ValueIsValid(in.kind, v.Draft(j, v.draft[j]))) {
+        return fail(kRejectionBadDraftValue, j);
+      }
+    }
+  }
+  if (in.validate_full_rows) {
+    const bool probabilities = in.kind == SampleValueKind::kProbabilities;
+    for (int32_t j = 0; j <= v.gamma; ++j) {
+      if (FirstInvalid(in, target_row(j)) >= 0) return fail(kRejectionBadTargetValue, j);
+      if (probabilities && !RowSumIsPositiveFinite(in, target_row(j))) return fail(kRejectionBadRowSum, j);
+      if (in.has_draft_probs && j < v.gamma) {
+        if (FirstInvalid(in, draft_row(j)) >= 0) return fail(kRejectionBadDraftValue, j);
+        if (probabilities && !RowSumIsPositiveFinite(in, draft_row(j))) return fail(kRejectionBadRowSum, j);
+      }
+    }
+  }
+
+  const bool greedy = logits_exact && s.temperature == 0.0f;
+  const float inv_t = (in.kind == SampleValueKind::kLogits && !greedy)
+                          ? rejection::InverseTemperature(s.temperature)
+                          : 0.0f;
+  RowProbability target_rp{in.kind, in.method, inv_t, RowNormalizer{}, in.sigmoid_alpha,
+                           detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
+  RowProbability draft_rp = target_rp;
+  std::vector<RowNormalizer> target_norms, draft_norms;
+  if (logits_exact) {
+    std::vector<ChunkStats> chunks;
+    for (int32_t j = 0; j <= v.gamma; ++j) {
+      RowNormalizer n = Normalize(in, target_row(j), inv_t, chunks);
+      if (!greedy && rejection::IsFiltered(s)) Filter(in, target_row(j), s, inv_t, n);
+      target_norms.push_back(n);
+    }
+    if (in.has_draft_probs && !greedy) {
+      for (int32_t j = 0; j < v.gamma; ++j) draft_norms.push_back(Normalize(in, draft_row(j), inv_t, chunks));
+    }
+  }
+  if (greedy) {
+    int32_t k = 0;
+    while (k < v.gamma && v.draft[k] == target_norms[k].argmax) ++k;
+    out.accepted = k;
+    out.next = target_norms[k].argmax;
+    return out;
+  }
+
+  const auto seq_index = static_cast<uint32_t>(s.sequence_index);
+  int32_t k = 0;
+  for (; k < v.gamma; ++k) {
+    if (logits_exact) {
+      target_rp.norm = target_norms[k];
+      if (in.has_draft_probs) draft_rp.norm = draft_norms[k];
+    }
+    const int32_t x = v.draft[k];
+    const float p = rejection::ProbabilityOf(target_rp, v.Target(k, x));
+    const float q = in.has_draft_probs ? rejection::ProbabilityOf(draft_rp, v.Draft(k, x)) : 1.0f;
+    if (!rejection::AcceptDraft(AcceptCoin(s.seed, seq_index, static_cast<uint32_t>(k)), p, q)) break;
+  }
+  out.accepted = k;
+
+  // The recovery (k < gamma) or bonus (k == gamma) row: one pass over V.
+  const bool residual = k < v.gamma;
+  if (!logits_exact) {
+    if (FirstInvalid(in, target_row(k)) >= 0) return fail(kRejectionBadTargetValue, k);
+    if (residual && in.has_draft_probs && FirstInvalid(in, draft_row(k)) >= 0) {
+      return fail(kRejectionBadDraftValue, k);
+    }
+  } else {
+    target_rp.norm = target_norms[k];
+    if (residual && in.has_draft_probs) draft_rp.norm = draft_norms[k];
+  }
+  RaceCandidate best_residual = rejection::NoCandidate();
+  RaceCandidate best_target = rejection::NoCandidate();
+  Philox4x32 bits{};
+  for (int32_t x = 0; x < in.vocab_size; ++x) {
+    if (x % 4 == 0) bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(x / 4));
+    const float e = RaceExponential(bits.v[x % 4]);
+    const float p = rejection::ProbabilityOf(target_rp, v.Target(k, x));
+    if (residual) {
+      const float q = in.has_draft_probs ? rejection::ProbabilityOf(draft_rp, v.Draft(k, x))
+                                         : (x == v.draft[k] ? 1.0f : 0.0f);
+      rejection::RaceOffer(best_residual, e, rejection::ResidualWeight(p, q), x);
+    }
+    rejection::RaceOffer(best_target, e, p, x);
+  }
+  // A residual that sums to zero (p_k <= q_k everywhere: only possible when the
+  // rows are not normalized alike or through rounding) falls back to p_k.
+  const RaceCandidate& winner = best_residual.token >= 0 ? best_residual : best_target;
+  if (winner.token < 0) return fail(kRejectionEmptyTargetRow, k);
+  out.next = winner.token;
+  return out;
+}
+
+}  // namespace
+
+void ReferenceRejectionSampleRange(const RejectionSampleParams& params, int32_t begin, int32_t end) {
+  const RejectionBatchInput& in = params.input;
+  const RejectionBatchOutput& out = params.output;
+  for (int32_t i = begin; i < end; ++i) {
+    const int32_t first = in.draft_offsets[i];
+    const SequenceView view{in, i, in.draft_offsets[i + 1] - first, in.draft_tokens + first,
+                            static_cast<int64_t>(first) + i, first, in.sequences[i]};
+    const Outcome o = SampleSequence(view);
+    const bool ok = o.code == kRejectionOk;
+    out.accepted_lengths[i] = ok ? o.accepted : 0;
+    out.next_tokens[i] = ok ? o.next : -1;
+    out.mismatch[i] = (!ok || o.accepted < view.gamma) ? 1 : 0;
+    out.status_codes[i] = o.code;
+    out.error_positions[i] = ok ? -1 : o.position;
+  }
+}
+
+void ReferenceRejectionSample(const RejectionSampleParams& params) {
+  ReferenceRejectionSampleRange(params, 0, params.input.num_sequences);
+}
+
+}  // namespace specverify
