@@ -1,0 +1,671 @@
+// CUDA greedy verify-and-pack. See greedy_cuda.h for the contract.
+//
+// Fused path, per block (one tile = up to kFusedMaxTileRows consecutive draft
+// rows of the flattened batch, so work per block is bounded by bytes, not by
+// sequences: a batch of 32 sequences x 128 rows x 4 KiB spreads over ~1000
+// blocks instead of seed 000's one SM):
+//   1. take the next tile index from a global counter (tiles are taken in
+//      scheduling order, so every predecessor of a tile is already resident:
+//      the look-back below cannot deadlock);
+//   2. find the sequences overlapping the tile with a two-level parallel
+//      search of draft_offsets (two memory round trips for b <= 65535);
+//   3. warp-ballot verify of each overlapping sequence (one warp each);
+//      count the tile's accepted rows;
+//   4. publish the tile aggregate, look back over predecessors (one warp,
+//      32 tiles per step; Merrill & Garland 2016, "Single-pass Parallel Prefix
+//      Scan with Decoupled Look-back"), publish the inclusive prefix;
+//   5. write the offsets of the sequences that start in the tile and copy the
+//      tile's accepted rows with the widest vector both pointers and row_bytes
+//      allow (16 bytes on the fast path).
+// The last block to finish resets the look-back state, so no init kernel is
+// needed per launch and the path stays a single launch.
+#include <cuda/atomic>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cub/block/block_scan.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/greedy/greedy_cuda.h"
+
+namespace specverify {
+namespace {
+
+constexpr int kWarpSize = 32;
+constexpr unsigned kFullMask = 0xffffffffu;
+constexpr int kFusedWarps = kFusedThreadsPerBlock / kWarpSize;
+// Ballot verify kernel: 8 warps (sequences) per block. Any multiple of 32 up
+// to 1024 works; 256 keeps blocks small enough for 8 resident per SM.
+constexpr int kVerifyThreadsPerBlock = 256;
+constexpr int kNaiveThreadsPerBlock = 128;
+// Two-step pack: a block copies up to this many bytes of one sequence
+// (same per-block byte budget as the fused tiles, so both paths are compared
+// at equal parallelism).
+constexpr int kPackThreadsPerBlock = 256;
+// Copy loops keep this many independent vector loads in flight per thread.
+constexpr int kCopyUnroll = 4;
+
+// Look-back status word: flag in the high 32 bits, value in the low 32 bits,
+// published with one 64-bit store so a reader never sees a flag without its
+// value. Values are row counts <= kMaxBatchSequences * kMaxDraftTokens.
+constexpr unsigned long long kStatusInvalid = 0;
+constexpr unsigned long long kStatusAggregate = 1;
+constexpr unsigned long long kStatusInclusive = 2;
+
+struct LookbackState {
+  unsigned int next_tile;  // tile index dispenser
+  unsigned int done;       // blocks finished with the status array
+  unsigned long long pad;  // keeps status 16-byte aligned
+  // unsigned long long status[max_tiles] follows.
+};
+
+constexpr size_t kScratchAlign = 256;
+constexpr size_t AlignUp(size_t v) {
+  return (v + kScratchAlign - 1) / kScratchAlign * kScratchAlign;
+}
+
+int64_t MaxFusedTiles(const GreedyScratchLimits& limits) {
+  return (limits.max_total_draft_rows + kFusedMinTileRows - 1) /
+         kFusedMinTileRows;
+}
+
+size_t LookbackBytes(const GreedyScratchLimits& limits) {
+  return AlignUp(sizeof(LookbackState) +
+                 sizeof(unsigned long long) * MaxFusedTiles(limits));
+}
+
+template <typename T>
+using DeviceAtomicRef = cuda::atomic_ref<T, cuda::thread_scope_device>;
+
+// --- Shared device functions ------------------------------------------------
+
+// First j < limit with draft[j] != target[j], else limit. Whole warp calls it
+// (convergent); every lane returns the same value. Every lane runs the same
+// number of ballots whatever the outcome: no acceptance-driven divergence.
+__device__ __forceinline__ int BallotAcceptedLength(const int32_t* draft,
+                                                    const int32_t* target,
+                                                    int limit, int lane) {
+  for (int base = 0; base < limit; base += kWarpSize) {
+    const int j = base + lane;
+    const bool mismatch = j < limit && draft[j] != target[j];
+    const unsigned mask = __ballot_sync(kFullMask, mismatch);
+    if (mask != 0) return base + __ffs(mask) - 1;
+  }
+  return limit;
+}
+
+__device__ __forceinline__ void WriteVerifyOutputs(const GreedyBatchOutput& out,
+                                                   int seq, int k, int gamma,
+                                                   const int32_t* target) {
+  out.accepted_lengths[seq] = k;
+  out.next_tokens[seq] = target[k];
+  out.mismatch[seq] = k < gamma ? 1 : 0;
+}
+
+template <int kVec>
+struct VecType;
+template <>
+struct VecType<16> { using type = uint4; };
+template <>
+struct VecType<8> { using type = uint2; };
+template <>
+struct VecType<4> { using type = uint32_t; };
+template <>
+struct VecType<2> { using type = uint16_t; };
+template <>
+struct VecType<1> { using type = uint8_t; };
+
+// Copies `units` vectors from src to dst, threads of a block striding, with
+// kCopyUnroll loads in flight before the stores. Both pointers kVec-aligned.
+template <int kVec, int kThreads>
+__device__ __forceinline__ void BlockCopyContiguous(
+    const std::byte* __restrict__ src, std::byte* __restrict__ dst,
+    int64_t units) {
+  using V = typename VecType<kVec>::type;
+  const V* s = reinterpret_cast<const V*>(src);
+  V* d = reinterpret_cast<V*>(dst);
+  for (int64_t base = threadIdx.x; base < units;
+       base += int64_t{kThreads} * kCopyUnroll) {
+    V v[kCopyUnroll];
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const int64_t i = base + int64_t{u} * kThreads;
+      if (i < units) v[u] = s[i];
+    }
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const int64_t i = base + int64_t{u} * kThreads;
+      if (i < units) d[i] = v[u];
+    }
+  }
+}
+
+// --- Verify-only kernels ------------------------------------------------------
+
+__global__ void NaiveGreedyVerifyKernel(GreedyVerifyParams p) {
+  const int seq = blockIdx.x * blockDim.x + threadIdx.x;
+  if (seq >= p.input.num_sequences) return;
+  const int first = p.input.draft_offsets[seq];
+  const int gamma = p.input.draft_offsets[seq + 1] - first;
+  const int32_t* draft = p.input.draft_tokens + first;
+  const int32_t* target = p.input.target_tokens + first + seq;
+  int k = 0;
+  while (k < gamma && draft[k] == target[k]) ++k;
+  WriteVerifyOutputs(p.output, seq, k, gamma, target);
+}
+
+__global__ void __launch_bounds__(kVerifyThreadsPerBlock)
+    BallotGreedyVerifyKernel(GreedyVerifyParams p) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int seq = blockIdx.x * (kVerifyThreadsPerBlock / kWarpSize) +
+                  threadIdx.x / kWarpSize;
+  if (seq >= p.input.num_sequences) return;  // whole warp leaves together
+  const int first = p.input.draft_offsets[seq];
+  const int gamma = p.input.draft_offsets[seq + 1] - first;
+  const int32_t* draft = p.input.draft_tokens + first;
+  const int32_t* target = p.input.target_tokens + first + seq;
+  const int k = BallotAcceptedLength(draft, target, gamma, lane);
+  if (lane == 0) WriteVerifyOutputs(p.output, seq, k, gamma, target);
+}
+
+// --- Two-step pack -------------------------------------------------------------
+
+// grid (b, ceil(max_gamma / rows_per_block)): block (s, c) copies rows
+// [c * rows_per_block, min((c + 1) * rows_per_block, k_s)) of sequence s.
+// Both the source and the destination of that range are contiguous.
+template <int kVec>
+__global__ void __launch_bounds__(kPackThreadsPerBlock)
+    PackAcceptedRowsKernel(GreedyVerifyParams p, int rows_per_block) {
+  const int seq = blockIdx.x;
+  const int b = p.input.num_sequences;
+  if (seq == 0 && blockIdx.y == 0 && threadIdx.x == 0) {
+    p.output.packed_row_offsets[b] =
+        p.output.packed_row_offsets[b - 1] + p.output.accepted_lengths[b - 1];
+  }
+  const int64_t rb = p.input.row_bytes;
+  if (rb == 0) return;
+  const int k = p.output.accepted_lengths[seq];
+  const int row0 = blockIdx.y * rows_per_block;
+  if (row0 >= k) return;
+  const int rows = min(rows_per_block, k - row0);
+  const int64_t src_row = int64_t{p.input.draft_offsets[seq]} + row0;
+  const int64_t dst_row = int64_t{p.output.packed_row_offsets[seq]} + row0;
+  BlockCopyContiguous<kVec, kPackThreadsPerBlock>(
+      p.input.draft_kv + src_row * rb, p.output.packed_kv + dst_row * rb,
+      rows * rb / kVec);
+}
+
+// --- Fused verify-and-pack -----------------------------------------------------
+
+struct FusedSharedStorage {
+  typename cub::BlockScan<int, kFusedThreadsPerBlock>::TempStorage scan;
+  int tile;
+  int tile_prefix;  // accepted rows before this tile (exclusive)
+  int last_block;
+  // offsets[s_first .. s_first + n_seq], n_seq <= kFusedMaxTileRows
+  int offsets[kFusedMaxTileRows + 1];
+  int accepted_in_tile[kFusedMaxTileRows];  // per overlapping sequence
+  int first_in_tile[kFusedMaxTileRows];     // first draft row inside the tile
+  int dest_in_tile[kFusedMaxTileRows];      // exclusive scan of accepted_in_tile
+  int src_row[kFusedMaxTileRows];           // per accepted row of the tile
+};
+
+template <int kVec>
+__global__ void __launch_bounds__(kFusedThreadsPerBlock)
+    FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
+                                int num_tiles, int64_t total_rows,
+                                LookbackState* state) {
+  __shared__ FusedSharedStorage smem;
+  unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarpSize;
+  const int warp = tid / kWarpSize;
+  const int b = p.input.num_sequences;
+  const int32_t* offsets = p.input.draft_offsets;
+
+  if (tid == 0) {
+    smem.tile = static_cast<int>(
+        DeviceAtomicRef<unsigned int>(state->next_tile)
+            .fetch_add(1u, cuda::memory_order_relaxed));
+  }
+  __syncthreads();
+  const int tile = smem.tile;
+  const int tile_start = tile * tile_rows;
+  const int tile_end =
+      static_cast<int>(min(int64_t{tile_start} + tile_rows, total_rows));
+
+  // (2) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
+  // every `stride`-th offset; level 2 searches the bucket that holds it.
+  const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
+  const int sample = tid * stride;
+  const int bucket =
+      __syncthreads_count(sample <= b && offsets[sample] <= tile_start) - 1;
+  int s_first = bucket * stride;
+  if (stride > 1) {
+    const int probe = s_first + 1 + tid;
+    s_first += __syncthreads_count(tid < stride - 1 && probe <= b &&
+                                   offsets[probe] <= tile_start);
+  }
+  // Sequences s_first.. overlap the tile while they start before tile_end;
+  // all but the first start inside it, so there are at most tile_rows.
+  const int available = min(tile_rows + 1, b - s_first + 1);
+  int my_offset = 0;
+  if (tid < available) {
+    my_offset = offsets[s_first + tid];
+    smem.offsets[tid] = my_offset;
+  }
+  const int n_seq = __syncthreads_count(tid < available && s_first + tid < b &&
+                                        my_offset < tile_end);
+
+  // (3) Verify. A tile that does not hold a sequence's first row needs its
+  // acceptance only up to the tile end, so it scans no further.
+  for (int q = warp; q < n_seq; q += kFusedWarps) {
+    const int seq = s_first + q;
+    const int first = smem.offsets[q];
+    const int gamma = smem.offsets[q + 1] - first;
+    const int32_t* draft = p.input.draft_tokens + first;
+    const int32_t* target = p.input.target_tokens + first + seq;
+    const bool owner = first >= tile_start;
+    const int limit = owner ? gamma : min(gamma, tile_end - first);
+    const int k = BallotAcceptedLength(draft, target, limit, lane);
+    if (lane == 0) {
+      const int lo = max(first, tile_start);
+      const int hi = min(first + k, tile_end);
+      smem.first_in_tile[q] = lo;
+      smem.accepted_in_tile[q] = max(0, hi - lo);
+      if (owner) WriteVerifyOutputs(p.output, seq, k, gamma, target);
+    }
+  }
+  __syncthreads();
+
+  int accepted = tid < n_seq ? smem.accepted_in_tile[tid] : 0;
+  int dest = 0;
+  int tile_aggregate = 0;
+  cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan)
+      .ExclusiveSum(accepted, dest, tile_aggregate);
+  if (tid < n_seq) smem.dest_in_tile[tid] = dest;
+
+  // (4) Decoupled look-back, warp 0.
+  if (warp == 0) {
+    int exclusive = 0;
+    if (tile == 0) {
+      if (lane == 0) {
+        DeviceAtomicRef<unsigned long long>(status[0]).store(
+            (kStatusInclusive << 32) | static_cast<unsigned>(tile_aggregate),
+            cuda::memory_order_relaxed);
+      }
+    } else {
+      if (lane == 0) {
+        DeviceAtomicRef<unsigned long long>(status[tile]).store(
+            (kStatusAggregate << 32) | static_cast<unsigned>(tile_aggregate),
+            cuda::memory_order_relaxed);
+      }
+      int window_top = tile - 1;  // nearest predecessor in the window
+      while (true) {
+        const int pred = window_top - lane;
+        unsigned long long word;
+        do {
+          word = pred >= 0
+                     ? DeviceAtomicRef<unsigned long long>(status[pred]).load(
+                           cuda::memory_order_relaxed)
+                     : (kStatusInclusive << 32);  // before tile 0: prefix 0
+        } while (__any_sync(kFullMask, (word >> 32) == kStatusInvalid));
+        const unsigned inclusive_lanes =
+            __ballot_sync(kFullMask, (word >> 32) == kStatusInclusive);
+        // Lanes nearer than the nearest inclusive prefix contribute their
+        // aggregates; that lane contributes its inclusive prefix.
+        const int stop = inclusive_lanes != 0 ? __ffs(inclusive_lanes) - 1
+                                              : kWarpSize - 1;
+        int value = lane <= stop ? static_cast<int>(word & 0xffffffffu) : 0;
+#pragma unroll
+        for (int delta = kWarpSize / 2; delta > 0; delta /= 2) {
+          value += __shfl_xor_sync(kFullMask, value, delta);
+        }
+        exclusive += value;
+        if (inclusive_lanes != 0) break;
+        window_top -= kWarpSize;
+      }
+      if (lane == 0) {
+        DeviceAtomicRef<unsigned long long>(status[tile]).store(
+            (kStatusInclusive << 32) |
+                static_cast<unsigned>(exclusive + tile_aggregate),
+            cuda::memory_order_relaxed);
+      }
+    }
+    __syncwarp();
+    if (lane == 0) {
+      smem.tile_prefix = exclusive;
+      // This block no longer touches the status array: count it out. The
+      // last one resets the state for the next launch on this stream.
+      const unsigned finished =
+          DeviceAtomicRef<unsigned int>(state->done)
+              .fetch_add(1u, cuda::memory_order_acq_rel);
+      smem.last_block = finished == static_cast<unsigned>(num_tiles - 1);
+    }
+  }
+  __syncthreads();
+  const int tile_prefix = smem.tile_prefix;
+
+  if (smem.last_block) {
+    for (int t = tid; t < num_tiles; t += kFusedThreadsPerBlock) {
+      DeviceAtomicRef<unsigned long long>(status[t]).store(
+          kStatusInvalid, cuda::memory_order_relaxed);
+    }
+    if (tid == 0) {
+      DeviceAtomicRef<unsigned int>(state->next_tile)
+          .store(0u, cuda::memory_order_relaxed);
+      DeviceAtomicRef<unsigned int>(state->done)
+          .store(0u, cuda::memory_order_relaxed);
+    }
+  }
+
+  // (5) Offsets of the sequences that start in this tile; the total.
+  if (tid < n_seq && smem.offsets[tid] >= tile_start) {
+    p.output.packed_row_offsets[s_first + tid] =
+        tile_prefix + smem.dest_in_tile[tid];
+  }
+  if (tile == num_tiles - 1 && tid == 0) {
+    p.output.packed_row_offsets[b] = tile_prefix + tile_aggregate;
+  }
+
+  const int64_t rb = p.input.row_bytes;
+  if (rb == 0 || tile_aggregate == 0) return;
+  for (int q = warp; q < n_seq; q += kFusedWarps) {
+    const int rows = smem.accepted_in_tile[q];
+    const int lo = smem.first_in_tile[q];
+    const int d = smem.dest_in_tile[q];
+    for (int r = lane; r < rows; r += kWarpSize) smem.src_row[d + r] = lo + r;
+  }
+  __syncthreads();
+  // One sequence covers the whole tile (long drafts): one contiguous range.
+  std::byte* dst_base = p.output.packed_kv + int64_t{tile_prefix} * rb;
+  if (n_seq == 1) {
+    BlockCopyContiguous<kVec, kFusedThreadsPerBlock>(
+        p.input.draft_kv + int64_t{smem.src_row[0]} * rb, dst_base,
+        tile_aggregate * rb / kVec);
+    return;
+  }
+  using V = typename VecType<kVec>::type;
+  const int units_per_row = static_cast<int>(rb / kVec);
+  const int64_t units = int64_t{tile_aggregate} * units_per_row;
+  V* dst = reinterpret_cast<V*>(dst_base);
+  for (int64_t base = tid; base < units;
+       base += int64_t{kFusedThreadsPerBlock} * kCopyUnroll) {
+    V v[kCopyUnroll];
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const int64_t i = base + int64_t{u} * kFusedThreadsPerBlock;
+      if (i < units) {
+        const int row = static_cast<int>(i / units_per_row);
+        const int64_t col = i - int64_t{row} * units_per_row;
+        v[u] = reinterpret_cast<const V*>(
+            p.input.draft_kv + int64_t{smem.src_row[row]} * rb)[col];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const int64_t i = base + int64_t{u} * kFusedThreadsPerBlock;
+      if (i < units) dst[i] = v[u];
+    }
+  }
+}
+
+// --- Host side ---------------------------------------------------------------
+
+// Widest access (16, 8, 4, 2, 1 bytes) that divides row_bytes and both base
+// addresses, so every row of both buffers starts aligned for it.
+int CopyVectorBytes(const GreedyVerifyParams& p) {
+  const auto a = reinterpret_cast<uintptr_t>(p.input.draft_kv);
+  const auto c = reinterpret_cast<uintptr_t>(p.output.packed_kv);
+  const auto rb = static_cast<uint64_t>(p.input.row_bytes);
+  int vec = 16;
+  while (vec > 1 && ((rb | a | c) % static_cast<uint64_t>(vec)) != 0) vec /= 2;
+  return vec;
+}
+
+template <template <int> class Launch, typename... Args>
+cudaError_t DispatchVector(int vec, Args&&... args) {
+  switch (vec) {
+    case 16: return Launch<16>::Run(args...);
+    case 8: return Launch<8>::Run(args...);
+    case 4: return Launch<4>::Run(args...);
+    case 2: return Launch<2>::Run(args...);
+    case 1: return Launch<1>::Run(args...);
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+template <int kVec>
+struct FusedLaunch {
+  static cudaError_t Run(const GreedyDeviceBatch& batch, int tile_rows,
+                         int num_tiles, LookbackState* state,
+                         cudaStream_t stream) {
+    FusedGreedyVerifyPackKernel<kVec>
+        <<<num_tiles, kFusedThreadsPerBlock, 0, stream>>>(
+            batch.params, tile_rows, num_tiles, batch.total_draft_rows, state);
+    return cudaGetLastError();
+  }
+};
+
+template <int kVec>
+struct PackLaunch {
+  static cudaError_t Run(const GreedyDeviceBatch& batch, cudaStream_t stream) {
+    const int64_t rb = batch.params.input.row_bytes;
+    const int rows_per_block = FusedTileRows(rb);
+    // row_bytes == 0: one thread still writes packed_row_offsets[b].
+    const dim3 grid(rb == 0 ? 1 : batch.params.input.num_sequences,
+                    rb == 0 ? 1
+                            : (batch.max_gamma + rows_per_block - 1) /
+                                  rows_per_block);
+    PackAcceptedRowsKernel<kVec><<<grid, kPackThreadsPerBlock, 0, stream>>>(
+        batch.params, rows_per_block);
+    return cudaGetLastError();
+  }
+};
+
+cudaError_t LaunchFused(const GreedyDeviceBatch& batch,
+                        const GreedyScratch& scratch, cudaStream_t stream) {
+  const int tile_rows = FusedTileRows(batch.params.input.row_bytes);
+  const int64_t num_tiles =
+      (batch.total_draft_rows + tile_rows - 1) / tile_rows;
+  if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
+    return cudaErrorInvalidValue;
+  }
+  return DispatchVector<FusedLaunch>(
+      CopyVectorBytes(batch.params), batch, tile_rows,
+      static_cast<int>(num_tiles), static_cast<LookbackState*>(scratch.data),
+      stream);
+}
+
+cudaError_t LaunchTwoStep(const GreedyDeviceBatch& batch,
+                          GreedyScanKernel scan, const GreedyScratch& scratch,
+                          cudaStream_t stream) {
+  if (cudaError_t e = LaunchGreedyVerifyOnly(batch, scan, stream);
+      e != cudaSuccess) {
+    return e;
+  }
+  const GreedyVerifyParams& p = batch.params;
+  const int b = p.input.num_sequences;
+  const size_t cub_offset = LookbackBytes(scratch.limits);
+  size_t needed = 0;
+  if (cudaError_t e = cub::DeviceScan::ExclusiveSum(
+          nullptr, needed, p.output.accepted_lengths,
+          p.output.packed_row_offsets, b, stream);
+      e != cudaSuccess) {
+    return e;
+  }
+  if (cub_offset + needed > scratch.bytes) return cudaErrorInvalidValue;
+  void* temp = static_cast<char*>(scratch.data) + cub_offset;
+  if (cudaError_t e = cub::DeviceScan::ExclusiveSum(
+          temp, needed, p.output.accepted_lengths, p.output.packed_row_offsets,
+          b, stream);
+      e != cudaSuccess) {
+    return e;
+  }
+  return DispatchVector<PackLaunch>(CopyVectorBytes(p), batch, stream);
+}
+
+}  // namespace
+
+const char* GreedyPathName(GreedyPath path) {
+  switch (path) {
+    case GreedyPath::kFused: return "fused";
+    case GreedyPath::kTwoStep: return "two_step";
+    case GreedyPath::kNaiveTwoStep: return "naive_two_step";
+  }
+  return "unknown";
+}
+
+int32_t FusedTileRows(int64_t row_bytes) {
+  if (row_bytes <= 0) return kFusedMaxTileRows;
+  int32_t rows = kFusedMaxTileRows;
+  while (rows > kFusedMinTileRows && rows * row_bytes > kFusedTileBytes) {
+    rows /= 2;
+  }
+  return rows;
+}
+
+cudaError_t GetGreedyScratchBytes(const GreedyScratchLimits& limits,
+                                  size_t* bytes) {
+  if (limits.max_sequences < 1 || limits.max_total_draft_rows < 1) {
+    return cudaErrorInvalidValue;
+  }
+  size_t cub_bytes = 0;
+  if (cudaError_t e = cub::DeviceScan::ExclusiveSum(
+          nullptr, cub_bytes, static_cast<const int*>(nullptr),
+          static_cast<int*>(nullptr), limits.max_sequences);
+      e != cudaSuccess) {
+    return e;
+  }
+  *bytes = LookbackBytes(limits) + AlignUp(cub_bytes);
+  return cudaSuccess;
+}
+
+cudaError_t InitGreedyScratch(const GreedyScratch& scratch,
+                              cudaStream_t stream) {
+  const size_t lookback = LookbackBytes(scratch.limits);
+  if (scratch.data == nullptr || scratch.bytes < lookback) {
+    return cudaErrorInvalidValue;
+  }
+  return cudaMemsetAsync(scratch.data, 0, lookback, stream);
+}
+
+absl::StatusOr<GreedyScratchBuffer> AllocateGreedyScratch(
+    const GreedyScratchLimits& limits, cudaStream_t stream) {
+  size_t bytes = 0;
+  SV_CUDA_RETURN_IF_ERROR(GetGreedyScratchBytes(limits, &bytes));
+  GreedyScratchBuffer scratch;
+  SV_ASSIGN_OR_RETURN(scratch.buffer, DeviceBuffer::Create(bytes));
+  scratch.view = GreedyScratch{scratch.buffer.data(), bytes, limits};
+  SV_CUDA_RETURN_IF_ERROR(InitGreedyScratch(scratch.view, stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return scratch;
+}
+
+absl::Status ValidateGreedyDeviceBatch(const GreedyDeviceBatch& batch,
+                                       const GreedyScratch& scratch) {
+  const GreedyBatchInput& in = batch.params.input;
+  const GreedyBatchOutput& out = batch.params.output;
+  const int32_t b = in.num_sequences;
+  if (b < 1 || b > scratch.limits.max_sequences) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_sequences is ", b, "; must lie in [1, ",
+                     scratch.limits.max_sequences, "] (scratch limit)"));
+  }
+  if (batch.max_gamma < 1 || batch.max_gamma > kMaxDraftTokens) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_gamma is ", batch.max_gamma, "; must lie in [1, ",
+                     kMaxDraftTokens, "]"));
+  }
+  const int64_t upper = std::min<int64_t>(int64_t{b} * batch.max_gamma,
+                                          scratch.limits.max_total_draft_rows);
+  if (batch.total_draft_rows < b || batch.total_draft_rows > upper) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "total_draft_rows is ", batch.total_draft_rows, "; must lie in [", b,
+        ", ", upper, "] (num_sequences * max_gamma, scratch limit ",
+        scratch.limits.max_total_draft_rows, ")"));
+  }
+  if (in.row_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("row_bytes is ", in.row_bytes, "; must be >= 0"));
+  }
+  if (in.draft_offsets == nullptr || in.draft_tokens == nullptr ||
+      in.target_tokens == nullptr) {
+    return absl::InvalidArgumentError(
+        "draft_offsets, draft_tokens and target_tokens must all be set");
+  }
+  if ((in.row_bytes > 0) != (in.draft_kv != nullptr)) {
+    return absl::InvalidArgumentError(
+        "draft_kv must be set exactly when row_bytes > 0");
+  }
+  if (out.accepted_lengths == nullptr || out.next_tokens == nullptr ||
+      out.mismatch == nullptr || out.packed_row_offsets == nullptr) {
+    return absl::InvalidArgumentError(
+        "accepted_lengths, next_tokens, mismatch and packed_row_offsets must "
+        "all be set");
+  }
+  if ((in.row_bytes > 0) != (out.packed_kv != nullptr)) {
+    return absl::InvalidArgumentError(
+        "packed_kv must be set exactly when row_bytes > 0");
+  }
+  // Host-only checks (no CUDA call, so this runs without a device). CUB's
+  // share of the scratch is checked again at launch.
+  if (scratch.data == nullptr) {
+    return absl::InvalidArgumentError("scratch.data must be set");
+  }
+  if (scratch.bytes < LookbackBytes(scratch.limits)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("scratch.bytes is ", scratch.bytes,
+                     "; its limits need at least ",
+                     LookbackBytes(scratch.limits)));
+  }
+  return absl::OkStatus();
+}
+
+cudaError_t LaunchGreedyVerifyOnly(const GreedyDeviceBatch& batch,
+                                   GreedyScanKernel kernel,
+                                   cudaStream_t stream) {
+  const int b = batch.params.input.num_sequences;
+  if (b < 1) return cudaErrorInvalidValue;
+  switch (kernel) {
+    case GreedyScanKernel::kNaive:
+      NaiveGreedyVerifyKernel<<<(b + kNaiveThreadsPerBlock - 1) /
+                                    kNaiveThreadsPerBlock,
+                                kNaiveThreadsPerBlock, 0, stream>>>(
+          batch.params);
+      return cudaGetLastError();
+    case GreedyScanKernel::kBallot: {
+      constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
+      BallotGreedyVerifyKernel<<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
+                                 kVerifyThreadsPerBlock, 0, stream>>>(
+          batch.params);
+      return cudaGetLastError();
+    }
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchGreedyVerifyPack(const GreedyDeviceBatch& batch,
+                                   GreedyPath path,
+                                   const GreedyScratch& scratch,
+                                   cudaStream_t stream) {
+  if (batch.params.input.num_sequences < 1 ||
+      batch.params.input.num_sequences > scratch.limits.max_sequences ||
+      batch.total_draft_rows > scratch.limits.max_total_draft_rows ||
+      scratch.data == nullptr) {
+    return cudaErrorInvalidValue;
+  }
+  switch (path) {
+    case GreedyPath::kFused:
+      return LaunchFused(batch, scratch, stream);
+    case GreedyPath::kTwoStep:
+      return LaunchTwoStep(batch, GreedyScanKernel::kBallot, scratch, stream);
+    case GreedyPath::kNaiveTwoStep:
+      return LaunchTwoStep(batch, GreedyScanKernel::kNaive, scratch, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace specverify
