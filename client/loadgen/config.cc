@@ -1,0 +1,142 @@
+#include "client/loadgen/config.h"
+
+#include <cmath>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace specverify::loadgen {
+namespace {
+
+absl::Status FlagError(absl::string_view flag, absl::string_view problem) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", problem));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int32_t>> ParsePositiveIntList(absl::string_view text,
+                                                          absl::string_view flag) {
+  std::vector<int32_t> values;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    int32_t value = 0;
+    if (!absl::SimpleAtoi(part, &value) || value <= 0) {
+      return FlagError(flag, absl::StrCat("'", part, "' is not an integer > 0 (in '", text, "')"));
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
+absl::StatusOr<std::vector<double>> ParsePositiveDoubleList(absl::string_view text,
+                                                            absl::string_view flag) {
+  std::vector<double> values;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    part = absl::StripAsciiWhitespace(part);
+    double value = 0;
+    if (!absl::SimpleAtod(part, &value) || !(value > 0) || !std::isfinite(value)) {
+      return FlagError(flag, absl::StrCat("'", part, "' is not a number > 0 (in '", text, "')"));
+    }
+    values.push_back(value);
+  }
+  return values;
+}
+
+absl::StatusOr<std::pair<int32_t, int32_t>> ParseGammaRange(absl::string_view text) {
+  std::vector<absl::string_view> parts = absl::StrSplit(text, ':');
+  if (parts.size() > 2) return FlagError("gamma", absl::StrCat("expected N or LO:HI, got '", text, "'"));
+  int32_t lo = 0, hi = 0;
+  if (!absl::SimpleAtoi(parts[0], &lo) || (parts.size() == 2 && !absl::SimpleAtoi(parts[1], &hi))) {
+    return FlagError("gamma", absl::StrCat("expected N or LO:HI integers, got '", text, "'"));
+  }
+  if (parts.size() == 1) hi = lo;
+  if (lo < 1 || hi < lo) {
+    return FlagError("gamma", absl::StrCat("need 1 <= LO <= HI, got '", text, "'"));
+  }
+  return std::pair{lo, hi};
+}
+
+absl::StatusOr<RpcKind> ParseRpcKind(absl::string_view text) {
+  if (text == "unary") return RpcKind::kUnary;
+  if (text == "stream") return RpcKind::kStream;
+  return FlagError("rpc", absl::StrCat("expected unary or stream, got '", text, "'"));
+}
+
+absl::StatusOr<ArrivalProcess> ParseArrivalProcess(absl::string_view text) {
+  if (text == "constant") return ArrivalProcess::kConstant;
+  if (text == "poisson") return ArrivalProcess::kPoisson;
+  return FlagError("arrival", absl::StrCat("expected constant or poisson, got '", text, "'"));
+}
+
+absl::StatusOr<KvReturnMode> ParseKvReturnMode(absl::string_view text) {
+  if (text == "handle") return KvReturnMode::kHandle;
+  if (text == "inline") return KvReturnMode::kInline;
+  if (text == "none") return KvReturnMode::kNone;
+  return FlagError("kv_return", absl::StrCat("expected inline, handle or none, got '", text, "'"));
+}
+
+absl::string_view LoopModeName(LoopMode mode) {
+  return mode == LoopMode::kClosed ? "closed" : "open";
+}
+absl::string_view RpcKindName(RpcKind kind) { return kind == RpcKind::kUnary ? "unary" : "stream"; }
+absl::string_view ArrivalProcessName(ArrivalProcess process) {
+  return process == ArrivalProcess::kConstant ? "constant" : "poisson";
+}
+absl::string_view KvReturnModeName(KvReturnMode mode) {
+  switch (mode) {
+    case KvReturnMode::kHandle: return "handle";
+    case KvReturnMode::kInline: return "inline";
+    case KvReturnMode::kNone: return "none";
+  }
+  return "?";
+}
+
+absl::Status ValidateConfig(const LoadgenConfig& c) {
+  if (c.address.empty()) return FlagError("address", "the server address host:port is required");
+  if (c.mode == LoopMode::kClosed && c.concurrency.empty()) {
+    return FlagError("concurrency", "at least one concurrency level is required");
+  }
+  if (c.mode == LoopMode::kOpen && c.rates.empty()) {
+    return FlagError("rate", "at least one rate is required for an open loop");
+  }
+  if (c.channels < 1 || c.channels > 1024) {
+    return FlagError("channels", absl::StrCat("must be in [1, 1024], got ", c.channels));
+  }
+  if (c.requests < 0) return FlagError("requests", "must be >= 0");
+  if (c.requests == 0 && !(c.duration_s > 0)) {
+    return FlagError("duration", "must be > 0 seconds when --requests is 0");
+  }
+  if (!(c.warmup_s >= 0)) return FlagError("warmup", "must be >= 0 seconds");
+  if (c.max_outstanding < 1) return FlagError("max_outstanding", "must be >= 1");
+  if (c.transport.deadline_ms < 0) return FlagError("deadline_ms", "must be >= 0");
+  if (c.transport.max_message_bytes < 1024) {
+    return FlagError("max_message_bytes", "must be >= 1024");
+  }
+  const WorkloadConfig& w = c.workload;
+  if (!(w.alpha >= 0 && w.alpha <= 1)) return FlagError("alpha", "must be in [0, 1]");
+  if (w.sequences_per_request < 1) return FlagError("sequences_per_request", "must be >= 1");
+  if (w.row_bytes < 0) return FlagError("row_bytes", "must be >= 0");
+  if (w.vocab_size < 2) return FlagError("vocab", "must be >= 2");
+  if (w.pool_requests < 1) return FlagError("pool_requests", "must be >= 1");
+  if (!(w.fetch_kv_fraction >= 0 && w.fetch_kv_fraction <= 1)) {
+    return FlagError("fetch_kv_fraction", "must be in [0, 1]");
+  }
+  if (w.fetch_kv_fraction > 0 && w.kv_return != KvReturnMode::kHandle) {
+    return FlagError("fetch_kv", "needs --kv_return=handle");
+  }
+  if (w.fetch_kv_fraction > 0 && w.row_bytes == 0) {
+    return FlagError("fetch_kv", "needs --row_bytes > 0 (no KV rows to fetch)");
+  }
+  if (!(c.max_error_fraction >= 0 && c.max_error_fraction <= 1)) {
+    return FlagError("max_error_fraction", "must be in [0, 1]");
+  }
+  if (!c.metrics_url.empty() && !absl::StartsWith(c.metrics_url, "http://")) {
+    return FlagError("metrics_url", "only plain http://host:port/path is supported");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace specverify::loadgen

@@ -1,0 +1,98 @@
+// What one specverify-loadgen run does: the target, the load shape (closed
+// loop over a concurrency sweep, or open loop over a rate sweep), the RPC
+// flavour, the workload and the outputs. Built from flags by main.cc; the
+// parsing helpers live here so that tests can reach them.
+#ifndef SPECVERIFY_CLIENT_LOADGEN_CONFIG_H_
+#define SPECVERIFY_CLIENT_LOADGEN_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include "absl/strings/string_view.h"
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/loadgen/schedule.h"
+
+namespace specverify::loadgen {
+
+enum class LoopMode { kClosed, kOpen };
+enum class RpcKind { kUnary, kStream };
+// How the accepted KV rows come back (VerifyRequest.kv_return).
+enum class KvReturnMode { kHandle, kInline, kNone };
+
+struct TransportOptions {
+  bool tls = false;
+  std::string tls_ca_file;      // PEM roots; empty = system roots
+  std::string tls_cert_file;    // client certificate for mutual TLS (optional)
+  std::string tls_key_file;
+  std::string tls_server_name;  // overrides the name checked in the certificate
+  int64_t deadline_ms = 10000;  // per-RPC deadline; 0 = none
+  int64_t max_message_bytes = 64 << 20;  // send and receive limit
+};
+
+struct WorkloadConfig {
+  int32_t gamma_min = 8;
+  int32_t gamma_max = 8;
+  double alpha = 0.6;
+  int32_t sequences_per_request = 4;
+  int64_t row_bytes = 512;
+  int32_t vocab_size = 32000;
+  uint64_t seed = 1;
+  // Distinct requests generated up front and cycled through; request i uses
+  // pool entry i % pool_requests. Generation is not on the timed path.
+  int32_t pool_requests = 1024;
+  KvReturnMode kv_return = KvReturnMode::kHandle;
+  // Fetch (and release) the KV rows of this fraction of the answers and
+  // compare them byte for byte with the oracle. 0 = never.
+  double fetch_kv_fraction = 0.0;
+};
+
+struct LoadgenConfig {
+  std::string address;          // host:port of the server under test
+  std::string ceiling_address;  // optional: a --device=noop server, same workload
+  TransportOptions transport;
+  LoopMode mode = LoopMode::kClosed;
+  std::vector<int32_t> concurrency = {1, 8, 64};  // closed-loop sweep
+  std::vector<double> rates;                      // open-loop sweep, requests/s
+  ArrivalProcess arrival = ArrivalProcess::kConstant;
+  RpcKind rpc = RpcKind::kUnary;
+  int32_t channels = 1;         // separate gRPC channels (TCP connections)
+  double duration_s = 5.0;      // measured time per step (when requests == 0)
+  int64_t requests = 0;         // measured requests per step; > 0 overrides duration
+  double warmup_s = 1.0;        // per step, excluded from results
+  // Open loop: requests in flight beyond this wait in the client (their
+  // latency still counts from their intended send time).
+  int64_t max_outstanding = 100000;
+  WorkloadConfig workload;
+  std::string metrics_url;      // optional: http://host:port/metrics
+  std::string json_path;
+  std::string csv_path;
+  bool progress = false;        // live progress on stderr
+  // Exit non-zero when more than this fraction of requests failed with an
+  // RPC error (1 = never on errors; wrong answers always fail the run).
+  double max_error_fraction = 1.0;
+};
+
+// Checks ranges and combinations; the message names the flag.
+absl::Status ValidateConfig(const LoadgenConfig& config);
+
+// "1,8,64" -> {1, 8, 64}; every element > 0.
+absl::StatusOr<std::vector<int32_t>> ParsePositiveIntList(absl::string_view text,
+                                                          absl::string_view flag);
+absl::StatusOr<std::vector<double>> ParsePositiveDoubleList(absl::string_view text,
+                                                            absl::string_view flag);
+// "8" -> {8, 8}; "4:16" -> {4, 16} (uniform per sequence), 1 <= lo <= hi.
+absl::StatusOr<std::pair<int32_t, int32_t>> ParseGammaRange(absl::string_view text);
+absl::StatusOr<RpcKind> ParseRpcKind(absl::string_view text);
+absl::StatusOr<ArrivalProcess> ParseArrivalProcess(absl::string_view text);
+absl::StatusOr<KvReturnMode> ParseKvReturnMode(absl::string_view text);
+
+absl::string_view LoopModeName(LoopMode mode);
+absl::string_view RpcKindName(RpcKind kind);
+absl::string_view ArrivalProcessName(ArrivalProcess process);
+absl::string_view KvReturnModeName(KvReturnMode mode);
+
+}  // namespace specverify::loadgen
+
+#endif  // SPECVERIFY_CLIENT_LOADGEN_CONFIG_H_

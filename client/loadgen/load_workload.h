@@ -1,0 +1,84 @@
+// The workload seen by the load generator: "build request i" and "check
+// response i". Greedy verification is the only mode the server serves today;
+// a sampled workload (rejection sampling, checked against a CPU reference
+// keyed by the request seed) implements the same interface.
+//
+// Thread safety: after construction every method is const and may be called
+// from any number of threads at once.
+#ifndef SPECVERIFY_CLIENT_LOADGEN_LOAD_WORKLOAD_H_
+#define SPECVERIFY_CLIENT_LOADGEN_LOAD_WORKLOAD_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "client/loadgen/config.h"
+#include "kernels/workload/greedy_workload.h"
+#include "specverify/v1/verifier.pb.h"
+
+namespace specverify::loadgen {
+
+// What one answer contributed, once checked.
+struct AnswerCheck {
+  // False for answers the server marked verified=false (the no-op backend):
+  // their content is not verification output and is not checked.
+  bool verified = true;
+  // OK, or the first difference from the oracle (a wrong answer).
+  absl::Status status;
+  int64_t sequences = 0;
+  int64_t draft_tokens = 0;     // sum of gamma
+  int64_t accepted_tokens = 0;  // sum of k as the server reported it
+};
+
+class LoadWorkload {
+ public:
+  virtual ~LoadWorkload() = default;
+
+  // Requests are drawn from a fixed pool; request number i uses slot
+  // i % pool_size(). The returned message lives as long as the workload.
+  virtual int64_t pool_size() const = 0;
+  virtual const v1::VerifyRequest& Request(int64_t i) const = 0;
+
+  // Checks the answer to request number i. `fetched_kv`, when given, are the
+  // bytes read back through FetchKv for the answer's handle.
+  virtual AnswerCheck Check(int64_t i, const v1::VerifyResponse& response,
+                            std::optional<std::span<const std::byte>> fetched_kv) const = 0;
+
+  // Whether answers to request i carry a KV handle worth fetching/releasing.
+  virtual bool ReturnsKvHandle() const = 0;
+};
+
+// Greedy verification drafts from GenerateGreedyWorkload, checked with the
+// workload's own oracle (client/greedy_requests.h).
+class GreedyLoadWorkload final : public LoadWorkload {
+ public:
+  static absl::StatusOr<std::unique_ptr<GreedyLoadWorkload>> Create(const WorkloadConfig& config);
+
+  int64_t pool_size() const override { return static_cast<int64_t>(requests_.size()); }
+  const v1::VerifyRequest& Request(int64_t i) const override {
+    return requests_[static_cast<size_t>(i % pool_size())];
+  }
+  AnswerCheck Check(int64_t i, const v1::VerifyResponse& response,
+                    std::optional<std::span<const std::byte>> fetched_kv) const override;
+  bool ReturnsKvHandle() const override;
+
+  const GreedyWorkload& workload() const { return workload_; }
+
+ private:
+  GreedyLoadWorkload(WorkloadConfig config, GreedyWorkload workload)
+      : config_(std::move(config)), workload_(std::move(workload)) {}
+
+  WorkloadConfig config_;
+  GreedyWorkload workload_;
+  std::vector<v1::VerifyRequest> requests_;
+};
+
+v1::KvReturn ToProto(KvReturnMode mode);
+
+}  // namespace specverify::loadgen
+
+#endif  // SPECVERIFY_CLIENT_LOADGEN_LOAD_WORKLOAD_H_

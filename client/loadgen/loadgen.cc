@@ -1,0 +1,194 @@
+#include "client/loadgen/loadgen.h"
+
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "client/loadgen/load_workload.h"
+#include "client/loadgen/metrics_scrape.h"
+#include "client/loadgen/step_runner.h"
+#include "client/loadgen/target.h"
+
+namespace specverify::loadgen {
+namespace {
+
+// Server metric names (server/metrics/prometheus_metrics.cc).
+constexpr char kQueueDelayMetric[] = "specverify_queue_delay_seconds";
+constexpr char kDeviceTimeMetric[] = "specverify_batch_device_seconds";
+constexpr auto kScrapeTimeout = std::chrono::milliseconds(3000);
+
+absl::StatusOr<MetricSamples> Scrape(const std::string& url) {
+  absl::StatusOr<std::string> body = HttpGet(url, kScrapeTimeout);
+  if (!body.ok()) return body.status();
+  return ParsePrometheusText(*body);
+}
+
+ServerMetricsDelta JoinMetrics(const absl::StatusOr<MetricSamples>& before,
+                               const absl::StatusOr<MetricSamples>& after) {
+  ServerMetricsDelta delta;
+  if (!before.ok() || !after.ok()) {
+    delta.error = std::string((before.ok() ? after : before).status().message());
+    return delta;
+  }
+  delta.scraped = true;
+  const HistogramDelta queue = DeltaOfHistogram(*before, *after, kQueueDelayMetric);
+  delta.has_queue_delay = queue.found && queue.count > 0;
+  delta.queue_delay_mean_s = queue.mean;
+  const HistogramDelta device = DeltaOfHistogram(*before, *after, kDeviceTimeMetric);
+  delta.has_device_time = device.found && device.count > 0;
+  delta.device_time_mean_s = device.mean;
+  delta.batches = device.count;
+  return delta;
+}
+
+std::vector<StepSpec> StepsOf(const LoadgenConfig& config) {
+  std::vector<StepSpec> steps;
+  auto base = [&] {
+    StepSpec s;
+    s.mode = config.mode;
+    s.rpc = config.rpc;
+    s.channels = config.channels;
+    s.arrival = config.arrival;
+    return s;
+  };
+  if (config.mode == LoopMode::kClosed) {
+    for (int32_t c : config.concurrency) {
+      StepSpec s = base();
+      s.concurrency = c;
+      steps.push_back(s);
+    }
+  } else {
+    for (double rate : config.rates) {
+      StepSpec s = base();
+      s.rate = rate;
+      steps.push_back(s);
+    }
+  }
+  return steps;
+}
+
+std::string StepName(const StepSpec& s, const char* target) {
+  return s.mode == LoopMode::kClosed ? absl::StrCat(target, " c=", s.concurrency)
+                                     : absl::StrCat(target, " ", s.rate, "/s");
+}
+
+absl::Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  RunReport report;
+  report.config = config;
+
+  absl::StatusOr<std::unique_ptr<Target>> server =
+      Target::Connect(config.address, config.transport, config.channels);
+  if (!server.ok()) return server.status();
+  absl::StatusOr<ServerDescription> description = (*server)->Describe();
+  if (!description.ok()) return description.status();
+  report.server = *description;
+
+  std::unique_ptr<Target> ceiling;
+  if (!config.ceiling_address.empty()) {
+    absl::StatusOr<std::unique_ptr<Target>> c =
+        Target::Connect(config.ceiling_address, config.transport, config.channels);
+    if (!c.ok()) return c.status();
+    ceiling = std::move(*c);
+    absl::StatusOr<ServerDescription> d = ceiling->Describe();
+    if (!d.ok()) return d.status();
+    report.has_ceiling = true;
+    report.ceiling = *d;
+  }
+
+  absl::StatusOr<std::unique_ptr<GreedyLoadWorkload>> workload =
+      GreedyLoadWorkload::Create(config.workload);
+  if (!workload.ok()) return workload.status();
+
+  StepOptions options;
+  options.duration_s = config.duration_s;
+  options.requests = config.requests;
+  options.warmup_s = config.warmup_s;
+  options.max_outstanding = config.max_outstanding;
+  options.deadline_ms = config.transport.deadline_ms;
+  options.fetch_kv_fraction = config.workload.fetch_kv_fraction;
+  options.seed = config.workload.seed;
+  options.progress = config.progress;
+
+  for (const StepSpec& spec : StepsOf(config)) {
+    StepPair pair;
+    absl::StatusOr<MetricSamples> before;
+    if (!config.metrics_url.empty()) before = Scrape(config.metrics_url);
+    options.label = StepName(spec, "server");
+    absl::StatusOr<StepResult> result = RunStep(**server, **workload, spec, options);
+    if (!result.ok()) return result.status();
+    pair.server = std::move(*result);
+    pair.server.target = "server";
+    pair.server.backend = report.server.backend;
+    if (!config.metrics_url.empty()) pair.server.metrics = JoinMetrics(before, Scrape(config.metrics_url));
+    if (ceiling != nullptr) {
+      options.label = StepName(spec, "noop");
+      absl::StatusOr<StepResult> c = RunStep(*ceiling, **workload, spec, options);
+      if (!c.ok()) return c.status();
+      pair.has_ceiling = true;
+      pair.ceiling = std::move(*c);
+      pair.ceiling.target = "ceiling";
+      pair.ceiling.backend = report.ceiling.backend;
+    }
+    report.steps.push_back(std::move(pair));
+  }
+  return report;
+}
+
+int ExitCodeFor(const RunReport& report) {
+  int64_t unverified_from_server = 0;
+  for (const StepPair& pair : report.steps) unverified_from_server += pair.server.unverified;
+  if (report.total_wrong_answers() > 0 || report.total_kv_mismatches() > 0 ||
+      unverified_from_server > 0) {
+    return kExitWrongAnswers;
+  }
+  const int64_t sent = report.total_sent();
+  if (sent > 0 && static_cast<double>(report.total_rpc_errors()) / sent >
+                      report.config.max_error_fraction) {
+    return kExitTooManyErrors;
+  }
+  return kExitOk;
+}
+
+int RunLoadgenMain(const LoadgenConfig& config, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<RunReport> report = RunLoadgen(config);
+  if (!report.ok()) {
+    err << "specverify-loadgen: " << report.status() << "\n";
+    return kExitSetupError;
+  }
+  out << FormatTable(*report);
+  int64_t unverified_from_server = 0;
+  for (const StepPair& pair : report->steps) {
+    unverified_from_server += pair.server.unverified;
+    for (const std::string& e : pair.server.error_examples) out << "  error: " << e << "\n";
+  }
+  if (unverified_from_server > 0) {
+    out << "the server under test answered " << unverified_from_server
+        << " requests with verified=false (is it a --device=noop server?)\n";
+  }
+  out.flush();
+  if (!config.json_path.empty()) {
+    if (absl::Status s = WriteFile(config.json_path, FormatJson(*report)); !s.ok()) {
+      err << "specverify-loadgen: " << s << "\n";
+      return kExitSetupError;
+    }
+  }
+  if (!config.csv_path.empty()) {
+    if (absl::Status s = WriteFile(config.csv_path, FormatCsv(*report)); !s.ok()) {
+      err << "specverify-loadgen: " << s << "\n";
+      return kExitSetupError;
+    }
+  }
+  return ExitCodeFor(*report);
+}
+
+}  // namespace specverify::loadgen

@@ -1,0 +1,163 @@
+// specverify-loadgen: the load-test client of the specverify Verifier service.
+// See docs/LOADGEN.md for what each number means.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/time/time.h"
+#include "client/loadgen/config.h"
+#include "client/loadgen/loadgen.h"
+
+ABSL_FLAG(std::string, address, "", "Server under test, host:port");
+ABSL_FLAG(std::string, ceiling_address, "",
+          "A --device=noop server: every step is repeated against it and the ratio reported");
+ABSL_FLAG(std::string, compare_noop, "", "Alias of --ceiling_address");
+ABSL_FLAG(std::string, concurrency, "1,8,64",
+          "Closed loop: comma-separated requests in flight per step");
+ABSL_FLAG(std::string, rate, "",
+          "Open loop: comma-separated requests/s per step (overrides --concurrency)");
+ABSL_FLAG(std::string, arrival, "constant", "Open loop arrivals: constant or poisson");
+ABSL_FLAG(std::string, rpc, "unary", "unary (Verify) or stream (VerifyStream, one per channel)");
+ABSL_FLAG(int32_t, channels, 1, "gRPC channels, each its own TCP connection");
+ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "Measured time per step");
+ABSL_FLAG(int64_t, requests, 0, "Measured requests per step; > 0 overrides --duration");
+ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "Warm-up per step, excluded from results");
+ABSL_FLAG(int64_t, max_outstanding, 100000,
+          "Open loop: most requests in flight; later ones wait (latency still counts from "
+          "their intended send time)");
+ABSL_FLAG(std::string, gamma, "8", "Draft tokens per sequence: N, or LO:HI drawn uniformly");
+ABSL_FLAG(double, alpha, 0.6, "Per-position acceptance probability of the synthetic drafts");
+ABSL_FLAG(int32_t, sequences_per_request, 4, "Sequence drafts per request");
+ABSL_FLAG(int64_t, row_bytes, 512, "KV bytes per draft position (0: no KV rows)");
+ABSL_FLAG(int32_t, vocab, 32000, "Vocabulary size of the synthetic tokens");
+ABSL_FLAG(uint64_t, seed, 1, "Workload, Poisson schedule and fetch-sample seed");
+ABSL_FLAG(int32_t, pool_requests, 1024, "Distinct requests generated and cycled through");
+ABSL_FLAG(std::string, kv_return, "handle", "How KV rows come back: handle, inline or none");
+ABSL_FLAG(bool, fetch_kv, false, "Fetch (and release) every answer's KV rows and check them");
+ABSL_FLAG(double, fetch_kv_fraction, 0.0,
+          "Fetch and check this fraction of answers' KV rows (the rest are released)");
+ABSL_FLAG(bool, tls, false, "Use TLS");
+ABSL_FLAG(std::string, tls_ca, "", "PEM root certificates (default: the system's)");
+ABSL_FLAG(std::string, tls_cert, "", "PEM client certificate (mutual TLS)");
+ABSL_FLAG(std::string, tls_key, "", "PEM client key (mutual TLS)");
+ABSL_FLAG(std::string, tls_server_name, "", "Name to check in the server certificate");
+ABSL_FLAG(absl::Duration, deadline, absl::Seconds(10),
+          "Per-RPC deadline of Verify, FetchKv, ReleaseKv (0: none)");
+ABSL_FLAG(int64_t, max_message_bytes, 64 << 20, "Largest gRPC message sent or received");
+ABSL_FLAG(std::string, metrics_url, "",
+          "The server's Prometheus endpoint, http://host:port/metrics, scraped around each step");
+ABSL_FLAG(std::string, json, "", "Write the report as JSON to this file");
+ABSL_FLAG(std::string, csv, "", "Write one CSV row per step to this file");
+ABSL_FLAG(bool, progress, false, "Live progress on stderr (default: only when it is a terminal)");
+ABSL_FLAG(bool, quiet, false, "No live progress even on a terminal");
+ABSL_FLAG(double, max_error_fraction, 1.0,
+          "Exit 3 when more than this fraction of requests fail with an RPC error");
+
+namespace {
+
+using specverify::loadgen::LoadgenConfig;
+
+// absl flag names are identifiers; accept the dashed spelling too
+// (--fetch-kv, --kv-return, --metrics-url, ...).
+std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
+  std::vector<std::string> args(argv, argv + argc);
+  for (size_t i = 1; i < args.size(); ++i) {
+    std::string& a = args[i];
+    if (a == "--") break;
+    if (a.size() < 3 || a[0] != '-' || a[1] != '-') continue;
+    const size_t name_end = std::min(a.find('='), a.size());
+    for (size_t j = 2; j < name_end; ++j) {
+      if (a[j] == '-') a[j] = '_';
+    }
+  }
+  return args;
+}
+
+int Fail(const absl::Status& status) {
+  std::cerr << "specverify-loadgen: " << status.message() << "\n";
+  return specverify::loadgen::kExitSetupError;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace lg = specverify::loadgen;
+  absl::SetProgramUsageMessage(
+      "Load-test client of the specverify Verifier service; checks every answer.\n"
+      "  closed loop: specverify-loadgen --address=HOST:PORT --concurrency=1,8,64\n"
+      "  open loop:   specverify-loadgen --address=HOST:PORT --rate=1000,5000 --arrival=poisson");
+  std::vector<std::string> args = NormalizeFlagNames(argc, argv);
+  std::vector<char*> arg_pointers;
+  for (std::string& a : args) arg_pointers.push_back(a.data());
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(arg_pointers.size()), arg_pointers.data());
+  if (positional.size() > 1) {
+    return Fail(absl::InvalidArgumentError(
+        std::string("unexpected argument '") + positional[1] + "' (flags look like --name=value)"));
+  }
+
+  LoadgenConfig config;
+  config.address = absl::GetFlag(FLAGS_address);
+  config.ceiling_address = absl::GetFlag(FLAGS_ceiling_address);
+  if (config.ceiling_address.empty()) config.ceiling_address = absl::GetFlag(FLAGS_compare_noop);
+  if (!absl::GetFlag(FLAGS_rate).empty()) {
+    config.mode = lg::LoopMode::kOpen;
+    auto rates = lg::ParsePositiveDoubleList(absl::GetFlag(FLAGS_rate), "rate");
+    if (!rates.ok()) return Fail(rates.status());
+    config.rates = *rates;
+  } else {
+    auto levels = lg::ParsePositiveIntList(absl::GetFlag(FLAGS_concurrency), "concurrency");
+    if (!levels.ok()) return Fail(levels.status());
+    config.concurrency = *levels;
+  }
+  auto arrival = lg::ParseArrivalProcess(absl::GetFlag(FLAGS_arrival));
+  if (!arrival.ok()) return Fail(arrival.status());
+  config.arrival = *arrival;
+  auto rpc = lg::ParseRpcKind(absl::GetFlag(FLAGS_rpc));
+  if (!rpc.ok()) return Fail(rpc.status());
+  config.rpc = *rpc;
+  config.channels = absl::GetFlag(FLAGS_channels);
+  config.duration_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
+  config.requests = absl::GetFlag(FLAGS_requests);
+  config.warmup_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_warmup));
+  config.max_outstanding = absl::GetFlag(FLAGS_max_outstanding);
+
+  auto gamma = lg::ParseGammaRange(absl::GetFlag(FLAGS_gamma));
+  if (!gamma.ok()) return Fail(gamma.status());
+  config.workload.gamma_min = gamma->first;
+  config.workload.gamma_max = gamma->second;
+  config.workload.alpha = absl::GetFlag(FLAGS_alpha);
+  config.workload.sequences_per_request = absl::GetFlag(FLAGS_sequences_per_request);
+  config.workload.row_bytes = absl::GetFlag(FLAGS_row_bytes);
+  config.workload.vocab_size = absl::GetFlag(FLAGS_vocab);
+  config.workload.seed = absl::GetFlag(FLAGS_seed);
+  config.workload.pool_requests = absl::GetFlag(FLAGS_pool_requests);
+  auto kv_return = lg::ParseKvReturnMode(absl::GetFlag(FLAGS_kv_return));
+  if (!kv_return.ok()) return Fail(kv_return.status());
+  config.workload.kv_return = *kv_return;
+  config.workload.fetch_kv_fraction =
+      absl::GetFlag(FLAGS_fetch_kv) ? 1.0 : absl::GetFlag(FLAGS_fetch_kv_fraction);
+
+  config.transport.tls = absl::GetFlag(FLAGS_tls);
+  config.transport.tls_ca_file = absl::GetFlag(FLAGS_tls_ca);
+  config.transport.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  config.transport.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  config.transport.tls_server_name = absl::GetFlag(FLAGS_tls_server_name);
+  config.transport.deadline_ms = absl::ToInt64Milliseconds(absl::GetFlag(FLAGS_deadline));
+  config.transport.max_message_bytes = absl::GetFlag(FLAGS_max_message_bytes);
+
+  config.metrics_url = absl::GetFlag(FLAGS_metrics_url);
+  config.json_path = absl::GetFlag(FLAGS_json);
+  config.csv_path = absl::GetFlag(FLAGS_csv);
+  config.progress = !absl::GetFlag(FLAGS_quiet) &&
+                    (absl::GetFlag(FLAGS_progress) || isatty(STDERR_FILENO) == 1);
+  config.max_error_fraction = absl::GetFlag(FLAGS_max_error_fraction);
+
+  return lg::RunLoadgenMain(config, std::cout, std::cerr);
+}

@@ -1,0 +1,54 @@
+// The load generator's outputs: a table for people, JSON and CSV for machines.
+// Latencies are reported in microseconds in the table and CSV and in
+// nanoseconds in JSON (no rounding there).
+#ifndef SPECVERIFY_CLIENT_LOADGEN_REPORT_H_
+#define SPECVERIFY_CLIENT_LOADGEN_REPORT_H_
+
+#include <string>
+#include <vector>
+
+#include "client/loadgen/config.h"
+#include "client/loadgen/step_result.h"
+
+namespace specverify::loadgen {
+
+struct ServerDescription {
+  std::string address;
+  std::string backend;      // "cpu", "cuda", "noop", or "unknown"
+  std::string device_name;
+  std::string version;
+};
+
+struct RunReport {
+  LoadgenConfig config;
+  ServerDescription server;
+  bool has_ceiling = false;
+  ServerDescription ceiling;
+  std::vector<StepPair> steps;
+
+  int64_t total_wrong_answers() const;
+  int64_t total_kv_mismatches() const;
+  int64_t total_sent() const;
+  int64_t total_rpc_errors() const;
+};
+
+// Throughput and p99 of the server relative to the no-op server in the same
+// step: throughput_ratio = server / ceiling (1 = at the transport ceiling),
+// p99_ratio = server p99 / ceiling p99. 0 where the ceiling measured nothing.
+struct CeilingRatio {
+  double throughput_ratio = 0;
+  double p99_ratio = 0;
+  int64_t p99_added_ns = 0;  // server p99 minus ceiling p99
+};
+CeilingRatio ComputeCeilingRatio(const StepPair& pair);
+
+std::string FormatTable(const RunReport& report);
+std::string FormatJson(const RunReport& report);
+std::string FormatCsv(const RunReport& report);
+
+// Escapes a string for a JSON string literal (without the quotes).
+std::string JsonEscape(absl::string_view text);
+
+}  // namespace specverify::loadgen
+
+#endif  // SPECVERIFY_CLIENT_LOADGEN_REPORT_H_
