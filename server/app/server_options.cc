@@ -1,0 +1,213 @@
+#include "server/app/server_options.h"
+
+#include <functional>
+#include <map>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/strings/str_split.h"
+#include "kernels/layout/ragged_batch.h"
+#include "server/backend/backend_factory.h"
+
+namespace specverify::server {
+namespace {
+
+struct Flag {
+  std::string help;
+  std::function<std::string(const ServerOptions&)> show;
+  // Returns an error message (without the flag name) or "".
+  std::function<std::string(absl::string_view, ServerOptions&)> set;
+};
+
+template <typename T>
+Flag IntFlag(T ServerOptions::*field, std::string help) {
+  Flag f;
+  f.help = std::move(help);
+  f.show = [field](const ServerOptions& o) { return absl::StrCat(o.*field); };
+  f.set = [field](absl::string_view v, ServerOptions& o) -> std::string {
+    T parsed;
+    if (!absl::SimpleAtoi(v, &parsed)) return "is not an integer";
+    o.*field = parsed;
+    return "";
+  };
+  return f;
+}
+
+Flag StringFlag(std::string ServerOptions::*field, std::string help) {
+  Flag f;
+  f.help = std::move(help);
+  f.show = [field](const ServerOptions& o) { return o.*field; };
+  f.set = [field](absl::string_view v, ServerOptions& o) -> std::string {
+    o.*field = std::string(v);
+    return "";
+  };
+  return f;
+}
+
+const std::map<std::string, Flag>& Flags() {
+  static const auto* flags = new std::map<std::string, Flag>{
+      {"listen_address", StringFlag(&ServerOptions::listen_address,
+                                    "gRPC listen address host:port (port 0 picks a free one)")},
+      {"max_batch_sequences", IntFlag(&ServerOptions::max_batch_sequences,
+                                      "flush a batch at this many sequences, [1, 4096]")},
+      {"max_batch_bytes", IntFlag(&ServerOptions::max_batch_bytes,
+                                  "flush a batch at this many payload bytes, >= 1")},
+      {"max_queue_delay_us", IntFlag(&ServerOptions::max_queue_delay_us,
+                                     "flush a batch this long after its oldest request arrived, >= 0")},
+      {"max_queue_sequences", IntFlag(&ServerOptions::max_queue_sequences,
+                                      "queued sequences beyond which requests get RESOURCE_EXHAUSTED, >= max_batch_sequences")},
+      {"max_sequences_per_request", IntFlag(&ServerOptions::max_sequences_per_request,
+                                            "sequences per request, [1, max_batch_sequences]")},
+      {"max_draft_tokens", IntFlag(&ServerOptions::max_draft_tokens,
+                                   "gamma limit per sequence, [1, 256]")},
+      {"kv_arena_bytes", IntFlag(&ServerOptions::kv_arena_bytes,
+                                 "KV arena reserved at start-up, >= 0")},
+      {"kv_handle_ttl_ms", IntFlag(&ServerOptions::kv_handle_ttl_ms,
+                                   "KV handle time to live, > 0")},
+      {"max_message_bytes", IntFlag(&ServerOptions::max_message_bytes,
+                                    "largest gRPC message received or sent, [4096, 2^31)")},
+      {"fetch_chunk_bytes", IntFlag(&ServerOptions::fetch_chunk_bytes,
+                                    "default FetchKv chunk, [1, max_message_bytes - 4096]")},
+      {"device", StringFlag(&ServerOptions::device, "auto | cpu | cuda:N | noop")},
+      {"metrics_address", StringFlag(&ServerOptions::metrics_address,
+                                     "Prometheus /metrics host:port; empty disables")},
+      {"drain_timeout_ms", IntFlag(&ServerOptions::drain_timeout_ms,
+                                   "on SIGTERM/SIGINT, time for queued and in-flight work, >= 0")},
+      {"cpu_threads", IntFlag(&ServerOptions::cpu_threads,
+                              "threads of the CPU backend, [1, 256]")},
+  };
+  return *flags;
+}
+
+absl::Status Bad(absl::string_view flag, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", message));
+}
+
+absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value) {
+  if (absl::StartsWith(value, "unix:")) return absl::OkStatus();
+  const size_t colon = value.rfind(':');
+  if (colon == absl::string_view::npos || colon == 0) {
+    return Bad(flag, absl::StrCat("is \"", value, "\"; must be host:port"));
+  }
+  int port;
+  if (!absl::SimpleAtoi(value.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return Bad(flag, absl::StrCat("is \"", value, "\"; the port must be an integer in [0, 65535]"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateServerOptions(const ServerOptions& o) {
+  if (absl::Status s = ValidateHostPort("listen_address", o.listen_address); !s.ok()) return s;
+  if (!o.metrics_address.empty()) {
+    if (absl::Status s = ValidateHostPort("metrics_address", o.metrics_address); !s.ok()) return s;
+  }
+  if (o.max_batch_sequences < 1 || o.max_batch_sequences > kMaxBatchSequences) {
+    return Bad("max_batch_sequences", absl::StrCat("is ", o.max_batch_sequences,
+                                                   "; must lie in [1, ", kMaxBatchSequences, "]"));
+  }
+  if (o.max_batch_bytes < 1) {
+    return Bad("max_batch_bytes", absl::StrCat("is ", o.max_batch_bytes, "; must be >= 1"));
+  }
+  if (o.max_queue_delay_us < 0 || o.max_queue_delay_us > int64_t{60} * 1000 * 1000) {
+    return Bad("max_queue_delay_us", absl::StrCat("is ", o.max_queue_delay_us,
+                                                  "; must lie in [0, 60000000]"));
+  }
+  if (o.max_queue_sequences < o.max_batch_sequences) {
+    return Bad("max_queue_sequences",
+               absl::StrCat("is ", o.max_queue_sequences,
+                            "; must be >= max_batch_sequences=", o.max_batch_sequences));
+  }
+  if (o.max_sequences_per_request < 1 ||
+      o.max_sequences_per_request > o.max_batch_sequences) {
+    return Bad("max_sequences_per_request",
+               absl::StrCat("is ", o.max_sequences_per_request,
+                            "; must lie in [1, max_batch_sequences=", o.max_batch_sequences,
+                            "] (a request is never split across batches)"));
+  }
+  if (o.max_draft_tokens < 1 || o.max_draft_tokens > kMaxDraftTokens) {
+    return Bad("max_draft_tokens", absl::StrCat("is ", o.max_draft_tokens,
+                                                "; must lie in [1, ", kMaxDraftTokens, "]"));
+  }
+  if (o.kv_arena_bytes < 0) {
+    return Bad("kv_arena_bytes", absl::StrCat("is ", o.kv_arena_bytes, "; must be >= 0"));
+  }
+  if (o.kv_handle_ttl_ms < 1) {
+    return Bad("kv_handle_ttl_ms", absl::StrCat("is ", o.kv_handle_ttl_ms, "; must be > 0"));
+  }
+  if (o.max_message_bytes < 4096 || o.max_message_bytes > INT32_MAX) {
+    return Bad("max_message_bytes", absl::StrCat("is ", o.max_message_bytes,
+                                                 "; must lie in [4096, ", INT32_MAX, "]"));
+  }
+  if (o.fetch_chunk_bytes < 1 || o.fetch_chunk_bytes > o.max_message_bytes - 4096) {
+    return Bad("fetch_chunk_bytes",
+               absl::StrCat("is ", o.fetch_chunk_bytes,
+                            "; must lie in [1, max_message_bytes - 4096 = ",
+                            o.max_message_bytes - 4096, "]"));
+  }
+  if (absl::StatusOr<DeviceSpec> d = ParseDeviceSpec(o.device); !d.ok()) {
+    return Bad("device", absl::StrCat("is \"", o.device, "\"; ", d.status().message()));
+  }
+  if (o.drain_timeout_ms < 0) {
+    return Bad("drain_timeout_ms", absl::StrCat("is ", o.drain_timeout_ms, "; must be >= 0"));
+  }
+  if (o.cpu_threads < 1 || o.cpu_threads > 256) {
+    return Bad("cpu_threads", absl::StrCat("is ", o.cpu_threads, "; must lie in [1, 256]"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ServerOptions> ParseServerFlags(const std::vector<std::string>& args) {
+  ServerOptions options;
+  for (size_t i = 0; i < args.size(); ++i) {
+    absl::string_view arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      options.help = true;
+      return options;
+    }
+    if (!absl::ConsumePrefix(&arg, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unexpected argument \"", args[i], "\"; flags look like --name=value"));
+    }
+    std::string name;
+    std::string value;
+    const size_t eq = arg.find('=');
+    if (eq != absl::string_view::npos) {
+      name = std::string(arg.substr(0, eq));
+      value = std::string(arg.substr(eq + 1));
+    } else {
+      name = std::string(arg);
+      if (i + 1 >= args.size()) {
+        return Bad(name, "needs a value (--name=value or --name value)");
+      }
+      value = args[++i];
+    }
+    // Accept dashes for underscores (--max-queue-delay-us).
+    for (char& c : name) c = c == '-' ? '_' : c;
+    auto it = Flags().find(name);
+    if (it == Flags().end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown flag --", name, " (see --help)"));
+    }
+    if (std::string error = it->second.set(value, options); !error.empty()) {
+      return Bad(name, absl::StrCat("is \"", value, "\"; ", error));
+    }
+  }
+  if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
+  return options;
+}
+
+std::string FlagsHelp() {
+  const ServerOptions defaults;
+  std::string out = "specverify-server flags:\n";
+  for (const auto& [name, flag] : Flags()) {
+    absl::StrAppend(&out, "  --", name, " (default \"", flag.show(defaults), "\")\n      ",
+                    flag.help, "\n");
+  }
+  return out;
+}
+
+}  // namespace specverify::server

@@ -1,0 +1,47 @@
+// Server configuration and its command-line flags. Each flag is
+// --name=value or --name value; an unknown flag or an invalid value is an
+// error naming it (start-up stops with a non-zero exit).
+#ifndef SPECVERIFY_SERVER_APP_SERVER_OPTIONS_H_
+#define SPECVERIFY_SERVER_APP_SERVER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace specverify::server {
+
+struct ServerOptions {
+  std::string listen_address = "0.0.0.0:50051";
+  int32_t max_batch_sequences = 256;
+  int64_t max_batch_bytes = int64_t{64} << 20;
+  int64_t max_queue_delay_us = 200;
+  int32_t max_queue_sequences = 16384;
+  int32_t max_sequences_per_request = 256;
+  int32_t max_draft_tokens = 256;
+  int64_t kv_arena_bytes = int64_t{256} << 20;
+  int64_t kv_handle_ttl_ms = 30000;
+  int64_t max_message_bytes = int64_t{64} << 20;
+  int64_t fetch_chunk_bytes = int64_t{1} << 20;
+  std::string device = "auto";
+  // Prometheus exporter address; empty disables it.
+  std::string metrics_address = "0.0.0.0:9401";
+  int64_t drain_timeout_ms = 10000;
+  int32_t cpu_threads = 4;
+  bool help = false;  // --help: print FlagsHelp() and exit 0
+};
+
+// Parses argv[1..]. INVALID_ARGUMENT naming the flag and the accepted values.
+absl::StatusOr<ServerOptions> ParseServerFlags(const std::vector<std::string>& args);
+
+// Cross-field and range checks (also run by ParseServerFlags), naming the flag.
+absl::Status ValidateServerOptions(const ServerOptions& options);
+
+// One line per flag with its default.
+std::string FlagsHelp();
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_APP_SERVER_OPTIONS_H_

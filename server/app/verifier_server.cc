@@ -1,0 +1,172 @@
+#include "server/app/verifier_server.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/grpcpp.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "server/app/version.h"
+#include "server/backend/backend_factory.h"
+
+namespace specverify::server {
+
+absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
+    const ServerOptions& options, ServerMetrics* metrics,
+    std::unique_ptr<Backend> backend) {
+  if (metrics == nullptr) return absl::InvalidArgumentError("metrics is null");
+  if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
+  std::unique_ptr<VerifierServer> server(new VerifierServer);
+  server->options_ = options;
+  server->metrics_ = metrics;
+
+  if (backend != nullptr) {
+    server->backend_ = std::move(backend);
+    server->backend_reason_ = "injected backend";
+  } else {
+    absl::StatusOr<DeviceSpec> spec = ParseDeviceSpec(options.device);
+    if (!spec.ok()) return spec.status();
+    CpuBackendOptions cpu;
+    cpu.threads = options.cpu_threads;
+    absl::StatusOr<BackendChoice> choice = CreateBackend(*spec, cpu);
+    if (!choice.ok()) return choice.status();
+    server->backend_ = std::move(choice->backend);
+    server->backend_reason_ = std::move(choice->reason);
+  }
+  const BackendDescription description = server->backend_->Describe();
+
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> memory =
+      server->backend_->AllocateArenaMemory(options.kv_arena_bytes);
+  if (!memory.ok()) return memory.status();
+  KvArenaOptions arena_options;
+  arena_options.handle_ttl = absl::Milliseconds(options.kv_handle_ttl_ms);
+  arena_options.reap_interval =
+      std::clamp(absl::Milliseconds(options.kv_handle_ttl_ms) / 4,
+                 absl::Milliseconds(1), absl::Milliseconds(100));
+  arena_options.metrics = metrics;
+  absl::StatusOr<std::unique_ptr<KvArena>> arena =
+      KvArena::Create(*std::move(memory), arena_options);
+  if (!arena.ok()) return arena.status();
+  server->arena_ = *std::move(arena);
+
+  BatcherOptions batcher_options;
+  batcher_options.max_batch_sequences = options.max_batch_sequences;
+  batcher_options.max_batch_bytes = options.max_batch_bytes;
+  batcher_options.max_queue_delay = absl::Microseconds(options.max_queue_delay_us);
+  batcher_options.max_queue_sequences = options.max_queue_sequences;
+  batcher_options.backend = server->backend_.get();
+  batcher_options.arena = server->arena_.get();
+  batcher_options.metrics = metrics;
+  VerifierServer* self = server.get();
+  batcher_options.on_backend_failure = [self](const absl::Status& status) {
+    std::fprintf(stderr, "specverify-server: backend failed: %s\n",
+                 status.ToString().c_str());
+    if (self->grpc_server_ != nullptr) {
+      self->grpc_server_->GetHealthCheckService()->SetServingStatus(false);
+    }
+    self->RequestStop(status);
+  };
+  absl::StatusOr<std::unique_ptr<Batcher>> batcher = Batcher::Create(batcher_options);
+  if (!batcher.ok()) return batcher.status();
+  server->batcher_ = *std::move(batcher);
+
+  v1::ServerInfo& info = server->info_;
+  info.set_version(VersionString());
+  info.set_backend(description.name);
+  info.set_device_name(description.device_name);
+  v1::ServerLimits* limits = info.mutable_limits();
+  limits->set_max_batch_sequences(options.max_batch_sequences);
+  limits->set_max_batch_bytes(options.max_batch_bytes);
+  limits->set_max_queue_delay_us(options.max_queue_delay_us);
+  limits->set_max_queue_sequences(options.max_queue_sequences);
+  limits->set_max_sequences_per_request(options.max_sequences_per_request);
+  limits->set_max_draft_tokens(options.max_draft_tokens);
+  limits->set_kv_arena_bytes(options.kv_arena_bytes);
+  limits->set_kv_handle_ttl_ms(options.kv_handle_ttl_ms);
+  limits->set_max_message_bytes(options.max_message_bytes);
+  info.set_dispatch_threshold_bytes(description.dispatch_threshold_bytes);
+  info.set_dispatch_threshold_source(description.dispatch_threshold_source);
+  info.add_modes("greedy");
+
+  VerifierServiceOptions service_options;
+  service_options.limits.max_sequences_per_request = options.max_sequences_per_request;
+  service_options.limits.max_draft_tokens = options.max_draft_tokens;
+  service_options.default_chunk_bytes = options.fetch_chunk_bytes;
+  service_options.max_chunk_bytes = options.max_message_bytes - 4096;
+  service_options.info = info;
+  service_options.batcher = server->batcher_.get();
+  service_options.arena = server->arena_.get();
+  service_options.metrics = metrics;
+  server->service_ = std::make_unique<VerifierService>(service_options);
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
+                           &server->port_);
+  builder.RegisterService(server->service_.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
+  builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  server->grpc_server_ = builder.BuildAndStart();
+  if (server->grpc_server_ == nullptr || server->port_ == 0) {
+    return absl::UnavailableError(absl::StrCat(
+        "cannot listen on --listen_address=", options.listen_address));
+  }
+  // SERVING only now that the backend, arena and batcher are up.
+  grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService();
+  health->SetServingStatus(kVerifierServiceName, true);
+  health->SetServingStatus(true);
+
+  metrics->SetIdentity(ServerIdentity{info.version(), info.backend(), info.device_name()});
+  return server;
+}
+
+VerifierServer::~VerifierServer() {
+  if (grpc_server_ != nullptr) (void)Shutdown(absl::ZeroDuration());
+}
+
+std::string VerifierServer::local_address() const {
+  return absl::StrCat("127.0.0.1:", port_);
+}
+
+void VerifierServer::RequestStop(const absl::Status& reason) {
+  absl::MutexLock lock(&mu_);
+  if (stop_requested_) return;
+  stop_requested_ = true;
+  stop_reason_ = reason;
+}
+
+absl::Status VerifierServer::WaitForStopRequest() {
+  absl::MutexLock lock(&mu_);
+  mu_.Await(absl::Condition(&stop_requested_));
+  return stop_reason_;
+}
+
+absl::Status VerifierServer::Shutdown(absl::Duration drain_timeout) {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return shutdown_status_;
+  shut_down_ = true;
+  const absl::Time deadline = absl::Now() + drain_timeout;
+  grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
+  health->SetServingStatus(kVerifierServiceName, false);
+  health->SetServingStatus(false);
+  service_->StartDraining();
+  batcher_->StartDrain();
+  const bool drained = batcher_->WaitIdle(deadline);
+  const int64_t left = batcher_->queued_sequences();
+  // Answers whatever is still queued UNAVAILABLE; waits for in-flight batches.
+  batcher_->Stop();
+  // Open streams get until the deadline to half-close, then are cancelled.
+  grpc_server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));
+  backend_->Shutdown();
+  if (!drained) {
+    shutdown_status_ = absl::DeadlineExceededError(absl::StrCat(
+        "drain timeout ", absl::FormatDuration(drain_timeout), " passed with ", left,
+        " sequences still queued; they were answered UNAVAILABLE"));
+  }
+  return shutdown_status_;
+}
+
+}  // namespace specverify::server

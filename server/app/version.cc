@@ -1,0 +1,16 @@
+#include "server/app/version.h"
+
+#ifndef SPECVERIFY_VERSION
+#error "SPECVERIFY_VERSION must be defined by the build"
+#endif
+#ifndef SPECVERIFY_GIT_COMMIT
+#define SPECVERIFY_GIT_COMMIT "unknown"
+#endif
+
+namespace specverify::server {
+
+std::string VersionString() {
+  return std::string(SPECVERIFY_VERSION) + "+" + SPECVERIFY_GIT_COMMIT;
+}
+
+}  // namespace specverify::server

@@ -1,0 +1,66 @@
+// The execution backend behind the batcher: the CPU reference, the no-op
+// transport ceiling, and (next) the CUDA executor all implement this.
+//
+// Contract:
+//  * AllocateArenaMemory is called once at start-up, before any Submit; the
+//    batcher packs into that memory (Batch::packed_kv points into it).
+//  * Submit is asynchronous and never blocks on execution: the backend queues
+//    the batch and returns. `done` runs exactly once, on a backend thread
+//    (never on the caller's), after every result array and every packed row
+//    is written, with OK or the error that failed the batch.
+//  * The batcher keeps at most max_batches_in_flight() batches submitted and
+//    not yet completed, so a device backend can stage batch N+1 while batch
+//    N runs (>= 2 for CUDA).
+//  * A device fault is sticky: once health() is not OK the backend fails every
+//    later batch with that status and the server stops serving.
+//
+// Thread safety: Submit may be called from any thread; the rest are
+// thread-safe accessors.
+#ifndef SPECVERIFY_SERVER_BACKEND_BACKEND_H_
+#define SPECVERIFY_SERVER_BACKEND_BACKEND_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/arena/arena_memory.h"
+#include "server/backend/batch.h"
+
+namespace specverify::server {
+
+struct BackendDescription {
+  std::string name;          // "cpu", "cuda", "noop" (ServerInfo.backend)
+  std::string device_name;   // "NVIDIA H100 80GB HBM3", the CPU model, ...
+  // Fused-vs-two-step threshold; -1 and "not applicable" off CUDA.
+  int64_t dispatch_threshold_bytes = -1;
+  std::string dispatch_threshold_source = "not applicable";
+  bool verifies = true;      // false for the no-op backend
+};
+
+using BatchDone = std::function<void(std::unique_ptr<Batch> batch, absl::Status status)>;
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual BackendDescription Describe() const = 0;
+  // Memory the KV arena lives in (host for CPU, device for CUDA).
+  virtual absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(
+      int64_t bytes) = 0;
+  virtual int max_batches_in_flight() const = 0;
+  // REQUIRES: batch->inputs hold a batch that passed validation; the packed_kv
+  // range is reserved for this batch alone.
+  virtual void Submit(std::unique_ptr<Batch> batch, BatchDone done) = 0;
+  // OK, or the sticky error that took the device out of service.
+  virtual absl::Status health() const = 0;
+  // Completes every submitted batch, then stops the backend's threads. Later
+  // Submits complete with UNAVAILABLE.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_BACKEND_BACKEND_H_

@@ -1,0 +1,109 @@
+#include "server/backend/cpu_backend.h"
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "kernels/greedy/greedy_reference.h"
+
+namespace specverify::server {
+
+std::string CpuModelName() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (absl::StartsWith(line, "model name")) {
+      const size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        return std::string(absl::StripAsciiWhitespace(line.substr(colon + 1)));
+      }
+    }
+  }
+  return "cpu";
+}
+
+absl::StatusOr<std::unique_ptr<CpuBackend>> CpuBackend::Create(
+    const CpuBackendOptions& options) {
+  if (options.threads < 1 || options.threads > 256) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cpu threads is ", options.threads, "; must lie in [1, 256]"));
+  }
+  if (options.max_batches_in_flight < 1) {
+    return absl::InvalidArgumentError("max_batches_in_flight must be >= 1");
+  }
+  return std::unique_ptr<CpuBackend>(new CpuBackend(options));
+}
+
+CpuBackend::CpuBackend(const CpuBackendOptions& options)
+    : options_(options),
+      pool_(options.threads - 1),
+      worker_([this](Batch& batch) { return Execute(batch); }) {}
+
+CpuBackend::~CpuBackend() { worker_.Shutdown(); }
+
+BackendDescription CpuBackend::Describe() const {
+  BackendDescription d;
+  d.name = "cpu";
+  d.device_name = CpuModelName();
+  return d;
+}
+
+absl::StatusOr<std::unique_ptr<ArenaMemory>> CpuBackend::AllocateArenaMemory(
+    int64_t bytes) {
+  absl::StatusOr<std::unique_ptr<HostArenaMemory>> memory =
+      HostArenaMemory::Create(bytes);
+  if (!memory.ok()) return memory.status();
+  return std::unique_ptr<ArenaMemory>(*std::move(memory));
+}
+
+void CpuBackend::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
+  worker_.Submit(std::move(batch), std::move(done));
+}
+
+void CpuBackend::Shutdown() { worker_.Shutdown(); }
+
+absl::Status CpuBackend::Execute(Batch& batch) {
+  const absl::Time start = absl::Now();
+  const int32_t b = batch.inputs.num_sequences();
+  batch.results.Resize(b);
+  GreedyVerifyParams params;
+  params.input = batch.inputs.view();
+  params.output.accepted_lengths = batch.results.accepted_lengths.data();
+  params.output.next_tokens = batch.results.next_tokens.data();
+  params.output.mismatch = batch.results.mismatch.data();
+  params.output.packed_row_offsets = batch.results.packed_row_offsets.data();
+  params.output.packed_kv = params.input.row_bytes > 0 ? batch.packed_kv : nullptr;
+
+  const int64_t work = batch.inputs.total_draft_rows() +
+                       batch.inputs.total_draft_rows() * batch.inputs.row_bytes / 64;
+  const int tasks =
+      work < options_.min_parallel_work
+          ? 1
+          : static_cast<int>(std::min<int64_t>(pool_.num_threads() + 1, b));
+  const auto range = [b, tasks](int t) {
+    return std::pair<int32_t, int32_t>(
+        static_cast<int32_t>(int64_t{b} * t / tasks),
+        static_cast<int32_t>(int64_t{b} * (t + 1) / tasks));
+  };
+  pool_.ParallelFor(tasks, [&](int t) {
+    const auto [begin, end] = range(t);
+    ReferenceGreedyVerifyRange(params, begin, end);
+  });
+  ReferencePackedRowOffsets(params);
+  if (params.input.row_bytes > 0) {
+    pool_.ParallelFor(tasks, [&](int t) {
+      const auto [begin, end] = range(t);
+      ReferencePackRange(params, begin, end);
+    });
+  }
+  batch.path = ExecutionPathLabel::kCpu;
+  batch.verified = true;
+  batch.device_time = absl::Now() - start;
+  return absl::OkStatus();
+}
+
+}  // namespace specverify::server

@@ -1,0 +1,54 @@
+// The CPU backend: the greedy CPU reference (kernels/greedy/greedy_reference.h)
+// run on one backend thread, with the independent phases (verify, pack) of a
+// large batch split into sequence ranges over a small fixed thread pool.
+// The arena lives in host memory.
+#ifndef SPECVERIFY_SERVER_BACKEND_CPU_BACKEND_H_
+#define SPECVERIFY_SERVER_BACKEND_CPU_BACKEND_H_
+
+#include <memory>
+
+#include "server/backend/backend.h"
+#include "server/backend/batch_worker.h"
+#include "server/backend/thread_pool.h"
+
+namespace specverify::server {
+
+struct CpuBackendOptions {
+  // Threads that share one batch (>= 1; the backend thread is one of them).
+  int threads = 4;
+  // Below this much work (draft rows + packed KV bytes / 64) a batch runs on
+  // one thread: handing ranges to the pool costs a few microseconds.
+  int64_t min_parallel_work = 1 << 14;
+  // Submitted-not-completed batches the batcher may keep (>= 1).
+  int max_batches_in_flight = 2;
+};
+
+class CpuBackend final : public Backend {
+ public:
+  static absl::StatusOr<std::unique_ptr<CpuBackend>> Create(
+      const CpuBackendOptions& options);
+  ~CpuBackend() override;
+
+  BackendDescription Describe() const override;
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(
+      int64_t bytes) override;
+  int max_batches_in_flight() const override { return options_.max_batches_in_flight; }
+  void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
+  absl::Status health() const override { return absl::OkStatus(); }
+  void Shutdown() override;
+
+ private:
+  explicit CpuBackend(const CpuBackendOptions& options);
+  absl::Status Execute(Batch& batch);
+
+  const CpuBackendOptions options_;
+  ThreadPool pool_;
+  BatchWorker worker_;  // declared last: its thread uses pool_
+};
+
+// The CPU model from /proc/cpuinfo, or "cpu".
+std::string CpuModelName();
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_BACKEND_CPU_BACKEND_H_

@@ -1,0 +1,54 @@
+#include "server/backend/noop_backend.h"
+
+#include "absl/time/clock.h"
+
+namespace specverify::server {
+
+NoopBackend::NoopBackend() : worker_([](Batch& batch) { return Execute(batch); }) {}
+
+NoopBackend::~NoopBackend() { worker_.Shutdown(); }
+
+BackendDescription NoopBackend::Describe() const {
+  BackendDescription d;
+  d.name = "noop";
+  d.device_name = "none (no-op transport ceiling)";
+  d.verifies = false;
+  return d;
+}
+
+absl::StatusOr<std::unique_ptr<ArenaMemory>> NoopBackend::AllocateArenaMemory(
+    int64_t bytes) {
+  absl::StatusOr<std::unique_ptr<HostArenaMemory>> memory =
+      HostArenaMemory::Create(bytes);
+  if (!memory.ok()) return memory.status();
+  return std::unique_ptr<ArenaMemory>(*std::move(memory));
+}
+
+void NoopBackend::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
+  worker_.Submit(std::move(batch), std::move(done));
+}
+
+void NoopBackend::Shutdown() { worker_.Shutdown(); }
+
+absl::Status NoopBackend::Execute(Batch& batch) {
+  const absl::Time start = absl::Now();
+  const GreedyHostInputs& in = batch.inputs;
+  const int32_t b = in.num_sequences();
+  batch.results.Resize(b);
+  int32_t rows = 0;
+  for (int32_t i = 0; i < b; ++i) {
+    const int32_t gamma = in.draft_offsets[i + 1] - in.draft_offsets[i];
+    batch.results.accepted_lengths[i] = gamma;
+    batch.results.next_tokens[i] = in.target_tokens[in.draft_offsets[i] + i + gamma];
+    batch.results.mismatch[i] = 0;
+    batch.results.packed_row_offsets[i] = rows;
+    rows += gamma;
+  }
+  batch.results.packed_row_offsets[b] = rows;
+  batch.path = ExecutionPathLabel::kNoop;
+  batch.verified = false;
+  batch.device_time = absl::Now() - start;
+  return absl::OkStatus();
+}
+
+}  // namespace specverify::server

@@ -1,0 +1,459 @@
+#include "server/batcher/batcher.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "server/batcher/batch_builder.h"
+
+namespace specverify::server {
+
+v1::ExecutionPath ToWirePath(ExecutionPathLabel path) {
+  switch (path) {
+    case ExecutionPathLabel::kFused:
+      return v1::EXECUTION_PATH_FUSED;
+    case ExecutionPathLabel::kTwoStep:
+      return v1::EXECUTION_PATH_TWO_STEP;
+    case ExecutionPathLabel::kCpu:
+      return v1::EXECUTION_PATH_CPU;
+    case ExecutionPathLabel::kNoop:
+      return v1::EXECUTION_PATH_NOOP;
+    case ExecutionPathLabel::kSampling:
+      return v1::EXECUTION_PATH_SAMPLING;
+  }
+  return v1::EXECUTION_PATH_UNSPECIFIED;
+}
+
+// A submitted batch's requests and its arena reservation, kept for the
+// completion.
+struct Batcher::InFlight {
+  std::vector<std::unique_ptr<PendingRequest>> requests;
+  absl::Time dispatched;
+  int64_t arena_offset = -1;  // -1: nothing reserved
+  int64_t arena_bytes = 0;
+  int32_t sequences = 0;
+  int64_t input_bytes = 0;
+};
+
+absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const BatcherOptions& o) {
+  if (o.backend == nullptr || o.arena == nullptr || o.metrics == nullptr) {
+    return absl::InvalidArgumentError("BatcherOptions needs backend, arena and metrics");
+  }
+  if (o.max_batch_sequences < 1 || o.max_batch_sequences > kMaxBatchSequences) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_batch_sequences is ", o.max_batch_sequences, "; must lie in [1, ",
+        kMaxBatchSequences, "]"));
+  }
+  if (o.max_batch_bytes < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_bytes is ", o.max_batch_bytes, "; must be >= 1"));
+  }
+  if (o.max_queue_delay < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("max_queue_delay must be >= 0");
+  }
+  if (o.max_queue_sequences < o.max_batch_sequences) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_queue_sequences is ", o.max_queue_sequences,
+        "; must be >= max_batch_sequences=", o.max_batch_sequences));
+  }
+  return std::unique_ptr<Batcher>(new Batcher(o));
+}
+
+Batcher::Batcher(const BatcherOptions& options)
+    : options_(options),
+      clock_(options.clock != nullptr ? options.clock : RealClock::Get()),
+      metrics_(options.metrics),
+      backend_packs_(options.backend->Describe().verifies),
+      max_in_flight_(std::max(1, options.backend->max_batches_in_flight())) {
+  if (options_.start_thread) thread_ = std::thread([this] { Loop(); });
+}
+
+Batcher::~Batcher() { Stop(); }
+
+void Batcher::Wake() {
+  {
+    absl::MutexLock lock(&mu_);
+    wake_ = true;
+  }
+  cv_.Signal();  // outside the lock: the woken thread can take it at once
+}
+
+absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request) {
+  const int64_t n = request->shape.num_sequences;
+  int64_t queued;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || draining_) {
+      return absl::UnavailableError(
+          "the server is draining for shutdown and accepts no new requests");
+    }
+    if (backend_failed_) {
+      return absl::UnavailableError("the backend failed; the server is stopping");
+    }
+    if (queued_sequences_ + n > options_.max_queue_sequences) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "queue full: ", queued_sequences_, " sequences queued + ", n,
+          " would exceed max_queue_sequences=", options_.max_queue_sequences));
+    }
+    Queue& q = queues_[request->shape.key];
+    q.sequences += n;
+    q.bytes += request->shape.payload_bytes;
+    q.requests.push_back(std::move(request));
+    queued_sequences_ += n;
+    queued = queued_sequences_;
+    wake_ = true;
+  }
+  cv_.Signal();
+  metrics_->SetQueuedSequences(queued);
+  return absl::OkStatus();
+}
+
+bool Batcher::ReadyLocked(const Queue& q, absl::Time now) const {
+  if (q.requests.empty()) return false;
+  return draining_ || stopping_ || q.sequences >= options_.max_batch_sequences ||
+         q.bytes >= options_.max_batch_bytes ||
+         now - q.requests.front()->arrival >= options_.max_queue_delay;
+}
+
+absl::Time Batcher::RunOnce() {
+  const absl::Time now = clock_->Now();
+  std::vector<Rejection> rejections;
+  std::vector<FormedBatch> batches;
+  absl::Time next_event = absl::InfiniteFuture();
+  int64_t queued;
+  {
+    absl::MutexLock lock(&mu_);
+    // 1. Answer, never execute, what expired or was cancelled while queued.
+    for (auto& [key, q] : queues_) {
+      for (auto it = q.requests.begin(); it != q.requests.end();) {
+        PendingRequest& r = **it;
+        absl::Status status;
+        RejectReason reason = RejectReason::kDeadline;
+        if (r.deadline <= now) {
+          status = absl::DeadlineExceededError(absl::StrCat(
+              "the deadline passed after ", absl::FormatDuration(now - r.arrival),
+              " in the queue; the request was not executed"));
+        } else if (r.is_cancelled && r.is_cancelled()) {
+          status = absl::CancelledError(
+              "the client cancelled the request while it was queued");
+          reason = RejectReason::kCancelled;
+        } else {
+          ++it;
+          continue;
+        }
+        q.sequences -= r.shape.num_sequences;
+        q.bytes -= r.shape.payload_bytes;
+        queued_sequences_ -= r.shape.num_sequences;
+        rejections.push_back({std::move(*it), std::move(status), reason});
+        it = q.requests.erase(it);
+      }
+    }
+    // 2. Form ready batches, oldest head first, while the backend has room.
+    while (in_flight_ < max_in_flight_ && !backend_failed_) {
+      Queue* best = nullptr;
+      const BatchKey* best_key = nullptr;
+      for (auto& [key, q] : queues_) {
+        if (!ReadyLocked(q, now)) continue;
+        if (best == nullptr || q.requests.front()->arrival < best->requests.front()->arrival) {
+          best = &q;
+          best_key = &key;
+        }
+      }
+      if (best == nullptr) break;
+      FormedBatch formed;
+      formed.key = *best_key;
+      int64_t sequences = 0;
+      int64_t bytes = 0;
+      while (!best->requests.empty()) {
+        const PendingRequest& r = *best->requests.front();
+        const bool fits =
+            sequences + r.shape.num_sequences <= options_.max_batch_sequences &&
+            bytes + r.shape.payload_bytes <= options_.max_batch_bytes;
+        if (!fits && !formed.requests.empty()) break;
+        sequences += r.shape.num_sequences;
+        bytes += r.shape.payload_bytes;
+        formed.requests.push_back(std::move(best->requests.front()));
+        best->requests.pop_front();
+      }
+      best->sequences -= sequences;
+      best->bytes -= bytes;
+      queued_sequences_ -= sequences;
+      ++in_flight_;
+      in_flight_sequences_ += sequences;
+      batches.push_back(std::move(formed));
+    }
+    // 3. Drop empty queues; find the next timer.
+    for (auto it = queues_.begin(); it != queues_.end();) {
+      const Queue& q = it->second;
+      if (q.requests.empty()) {
+        queues_.erase(it++);
+        continue;
+      }
+      next_event = std::min(next_event, q.requests.front()->arrival + options_.max_queue_delay);
+      for (const auto& r : q.requests) next_event = std::min(next_event, r->deadline);
+      ++it;
+    }
+    queued = queued_sequences_;
+    metrics_->SetInFlightSequences(in_flight_sequences_);
+  }
+  metrics_->SetQueuedSequences(queued);
+  Reject(rejections);
+  for (FormedBatch& formed : batches) Dispatch(std::move(formed), now);
+  return next_event;
+}
+
+void Batcher::Reject(std::vector<Rejection>& rejections) {
+  for (Rejection& r : rejections) {
+    metrics_->OnRequestRejected(r.reason);
+    r.request->done(std::move(r.status));
+  }
+  rejections.clear();
+}
+
+void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
+  auto flight = std::make_shared<InFlight>();
+  flight->dispatched = now;
+  auto batch = std::make_unique<Batch>();
+  batch->key = formed.key;
+  {
+    absl::MutexLock lock(&mu_);
+    batch->id = next_batch_id_++;
+  }
+  BuildGreedyInputs(formed.requests, formed.key, &batch->inputs);
+  flight->sequences = batch->inputs.num_sequences();
+  for (const auto& r : formed.requests) {
+    flight->input_bytes += r->shape.payload_bytes;
+    metrics_->OnQueueDelay(now - r->arrival);
+  }
+  flight->requests = std::move(formed.requests);
+
+  const int64_t capacity = batch->inputs.total_draft_rows() * formed.key.row_bytes;
+  if (backend_packs_ && capacity > 0) {
+    absl::StatusOr<int64_t> offset = options_.arena->Reserve(capacity);
+    if (!offset.ok()) {
+      const absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
+          offset.status().message(), " (batch of ", flight->sequences,
+          " sequences needs its upper bound of ", capacity, " bytes)"));
+      {
+        absl::MutexLock lock(&mu_);
+        FinishBatchLocked(flight->sequences);
+      }
+      cv_.Signal();
+      for (auto& r : flight->requests) {
+        metrics_->OnRequestRejected(RejectReason::kArenaFull);
+        r->done(status);
+      }
+      return;
+    }
+    flight->arena_offset = *offset;
+    flight->arena_bytes = capacity;
+    batch->packed_kv = options_.arena->memory().base() + *offset;
+  }
+  options_.backend->Submit(
+      std::move(batch), [this, flight](std::unique_ptr<Batch> done_batch,
+                                       absl::Status status) {
+        Complete(flight, std::move(done_batch), std::move(status));
+      });
+}
+
+void Batcher::FinishBatchLocked(int32_t sequences) {
+  --in_flight_;
+  in_flight_sequences_ -= sequences;
+  wake_ = true;
+  metrics_->SetInFlightSequences(in_flight_sequences_);
+}
+
+void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> batch,
+                       absl::Status status) {
+  KvArena& arena = *options_.arena;
+  if (!status.ok()) {
+    if (flight->arena_offset >= 0) arena.Free(flight->arena_offset, flight->arena_bytes);
+    const absl::Status backend_health = options_.backend->health();
+    const bool fatal = !backend_health.ok();
+    const absl::Status answer =
+        status.code() == absl::StatusCode::kUnavailable
+            ? status
+            : absl::InternalError(absl::StrCat("the backend failed the batch: ",
+                                               status.message()));
+    bool first_failure = false;
+    {
+      absl::MutexLock lock(&mu_);
+      FinishBatchLocked(flight->sequences);
+      if (fatal && !backend_failed_) {
+        backend_failed_ = true;
+        first_failure = true;
+      }
+    }
+    cv_.Signal();
+    for (auto& r : flight->requests) r->done(answer);
+    if (first_failure) {
+      metrics_->OnDeviceError();
+      if (options_.on_backend_failure) options_.on_backend_failure(backend_health);
+    }
+    return;
+  }
+
+  const GreedyHostResults& res = batch->results;
+  const int64_t rb = batch->key.row_bytes;
+  const bool keeps_rows = backend_packs_ && batch->verified && rb > 0;
+  const int32_t batch_requests = static_cast<int32_t>(flight->requests.size());
+  std::vector<std::pair<int64_t, int64_t>> kept;  // arena ranges now owned by handles
+  std::vector<std::pair<PendingRequest*, absl::Status>> answers;
+  answers.reserve(flight->requests.size());
+
+  int32_t s0 = 0;
+  for (auto& r : flight->requests) {
+    const int32_t n = r->shape.num_sequences;
+    v1::VerifyResponse* resp = r->response;
+    resp->set_request_id(r->request->request_id());
+    const int32_t base_row = res.packed_row_offsets[s0];
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t s = s0 + i;
+      v1::SequenceResult* out = resp->add_results();
+      out->set_accepted_length(res.accepted_lengths[s]);
+      out->set_next_token(res.next_tokens[s]);
+      out->set_mismatch(res.mismatch[s] != 0);
+      out->set_kv_row_offset(res.packed_row_offsets[s] - base_row);
+      out->set_kv_row_count(res.accepted_lengths[s]);
+    }
+    const int64_t rows = res.packed_row_offsets[s0 + n] - base_row;
+    v1::ServerTiming* timing = resp->mutable_timing();
+    timing->set_queue_ns(absl::ToInt64Nanoseconds(flight->dispatched - r->arrival));
+    timing->set_batch_sequences(flight->sequences);
+    timing->set_batch_requests(batch_requests);
+    timing->set_path(ToWirePath(batch->path));
+    timing->set_device_ns(absl::ToInt64Nanoseconds(batch->device_time));
+    resp->set_verified(batch->verified);
+    resp->set_exact(true);
+
+    absl::Status answer;
+    if (keeps_rows) {
+      const int64_t offset = flight->arena_offset + int64_t{base_row} * rb;
+      const int64_t bytes = rows * rb;
+      if (r->shape.kv_return == v1::KV_RETURN_HANDLE) {
+        absl::StatusOr<PublishedHandle> handle =
+            arena.Publish(offset, bytes, rb, rows, batch->key.kv_dtype);
+        if (handle.ok()) {
+          kept.emplace_back(offset, bytes);
+          v1::KvHandle* kv = resp->mutable_kv();
+          kv->set_id(handle->id);
+          kv->set_row_bytes(rb);
+          kv->set_num_rows(rows);
+          kv->set_dtype(static_cast<v1::DataType>(batch->key.kv_dtype));
+          kv->set_ttl_ms(absl::ToInt64Milliseconds(arena.handle_ttl()));
+        } else {
+          answer = handle.status();
+        }
+      } else if (r->shape.kv_return == v1::KV_RETURN_INLINE) {
+        std::string* inline_rows = resp->mutable_kv_inline();
+        inline_rows->resize(static_cast<size_t>(bytes));
+        answer = arena.memory().CopyToHost(
+            offset, bytes, reinterpret_cast<std::byte*>(inline_rows->data()));
+      }
+    }
+    answers.emplace_back(r.get(), std::move(answer));
+    s0 += n;
+  }
+
+  // Everything of the reservation that no handle owns goes back: the unused
+  // tail, inline and no-return requests' rows.
+  if (flight->arena_offset >= 0) {
+    int64_t cursor = flight->arena_offset;
+    for (const auto& [offset, bytes] : kept) {
+      arena.Free(cursor, offset - cursor);
+      cursor = offset + bytes;
+    }
+    arena.Free(cursor, flight->arena_offset + flight->arena_bytes - cursor);
+  }
+
+  BatchReport report;
+  report.path = batch->path;
+  report.sequences = flight->sequences;
+  report.requests = batch_requests;
+  report.input_bytes = flight->input_bytes;
+  report.draft_tokens = batch->inputs.total_draft_rows();
+  report.accepted_tokens = res.packed_row_offsets.empty() ? 0 : res.packed_row_offsets.back();
+  report.packed_kv_bytes = keeps_rows ? report.accepted_tokens * rb : 0;
+  report.device_time = batch->device_time;
+  report.exact = true;
+  metrics_->OnBatchExecuted(report);
+
+  {
+    absl::MutexLock lock(&mu_);
+    FinishBatchLocked(flight->sequences);
+  }
+  cv_.Signal();
+  for (auto& [request, answer] : answers) request->done(std::move(answer));
+}
+
+void Batcher::Loop() {
+  for (;;) {
+    const absl::Time next = RunOnce();
+    absl::MutexLock lock(&mu_);
+    while (!wake_ && !stopping_) {
+      const absl::Duration wait = next - clock_->Now();
+      if (wait <= absl::ZeroDuration()) break;
+      // WaitWithTimeout returns true on timeout: the timer is due.
+      if (cv_.WaitWithTimeout(&mu_, wait)) break;
+    }
+    if (stopping_) return;
+    wake_ = false;
+  }
+}
+
+void Batcher::StartDrain() {
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    wake_ = true;
+  }
+  cv_.Signal();
+}
+
+bool Batcher::WaitIdle(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return queued_sequences_ == 0 && in_flight_ == 0;
+  };
+  return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+}
+
+void Batcher::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    wake_ = true;
+  }
+  cv_.Signal();
+  if (thread_.joinable()) thread_.join();
+  std::vector<Rejection> rejections;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto& [key, q] : queues_) {
+      for (auto& r : q.requests) {
+        rejections.push_back({std::move(r),
+                              absl::UnavailableError(
+                                  "the server shut down before the request ran"),
+                              RejectReason::kShutdown});
+      }
+    }
+    queues_.clear();
+    queued_sequences_ = 0;
+  }
+  Reject(rejections);
+  absl::MutexLock lock(&mu_);
+  const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  mu_.Await(absl::Condition(&idle));
+}
+
+int64_t Batcher::queued_sequences() {
+  absl::MutexLock lock(&mu_);
+  return queued_sequences_;
+}
+
+int Batcher::in_flight_batches() {
+  absl::MutexLock lock(&mu_);
+  return in_flight_;
+}
+
+}  // namespace specverify::server

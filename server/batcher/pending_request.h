@@ -1,0 +1,33 @@
+// A validated request waiting in the batcher, with everything needed to
+// answer it from whichever thread completes it.
+#ifndef SPECVERIFY_SERVER_BATCHER_PENDING_REQUEST_H_
+#define SPECVERIFY_SERVER_BATCHER_PENDING_REQUEST_H_
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "server/rpc/validation.h"
+#include "specverify/v1/verifier.pb.h"
+
+namespace specverify::server {
+
+struct PendingRequest {
+  // Valid until `done` has run (owned by the RPC layer).
+  const v1::VerifyRequest* request = nullptr;
+  // Filled (results, kv, timing except server_ns, verified, exact) before
+  // done(OK); untouched otherwise.
+  v1::VerifyResponse* response = nullptr;
+  ValidatedRequest shape;
+  absl::Time arrival;                          // at the batcher, batcher clock
+  absl::Time deadline = absl::InfiniteFuture();
+  // True once the client gave up; may be empty. Polled only while queued.
+  std::function<bool()> is_cancelled;
+  // Runs exactly once, on a batcher or backend thread, never under a lock.
+  std::function<void(absl::Status)> done;
+};
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_BATCHER_PENDING_REQUEST_H_

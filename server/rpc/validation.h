@@ -1,0 +1,48 @@
+// Validation of requests at the edge: pure functions, no state. Every
+// violation is INVALID_ARGUMENT naming the field (with its sequence index)
+// and the limit; nothing invalid reaches the batcher. Sampled drafts that are
+// well formed answer UNIMPLEMENTED until the rejection-sampling kernels are
+// wired in.
+#ifndef SPECVERIFY_SERVER_RPC_VALIDATION_H_
+#define SPECVERIFY_SERVER_RPC_VALIDATION_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/backend/batch.h"
+#include "specverify/v1/verifier.pb.h"
+
+namespace specverify::server {
+
+inline constexpr int64_t kMaxRequestIdBytes = 128;
+
+struct RequestLimits {
+  int32_t max_sequences_per_request = 256;
+  int32_t max_draft_tokens = kMaxDraftTokens;
+};
+
+// What the batcher needs to know about a valid request.
+struct ValidatedRequest {
+  BatchKey key;                 // row_bytes/kv_dtype are 0 when no rows are kept
+  v1::KvReturn kv_return = v1::KV_RETURN_NONE;  // UNSPECIFIED resolved
+  int32_t num_sequences = 0;
+  int64_t total_draft_rows = 0;  // sum of gamma
+  int64_t payload_bytes = 0;     // tokens + staged KV bytes
+  int64_t kv_row_bytes = 0;      // row_bytes of the request's KV, 0 if none
+  int32_t kv_dtype = 0;
+};
+
+// Bytes per element of `dtype`, or 0 for UNSPECIFIED and unknown values.
+int64_t DataTypeSize(int dtype);
+
+absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
+    const v1::VerifyRequest& request, const RequestLimits& limits);
+
+// The handle field and row range of a FetchKvRequest (its rows are checked
+// against the handle later).
+absl::Status ValidateFetchKvRequest(const v1::FetchKvRequest& request);
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_RPC_VALIDATION_H_

@@ -1,0 +1,441 @@
+#include "server/rpc/verifier_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+
+namespace specverify::server {
+namespace {
+
+absl::Time DeadlineOf(const grpc::CallbackServerContext* context) {
+  const auto deadline = context->deadline();
+  if (deadline == std::chrono::system_clock::time_point::max()) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+RejectReason ReasonFor(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kResourceExhausted:
+      return RejectReason::kQueueFull;
+    case absl::StatusCode::kUnavailable:
+      return RejectReason::kShutdown;
+    default:
+      return RejectReason::kInvalid;
+  }
+}
+
+// VerifyStream: many requests on one stream. Each request is admitted as it
+// is read; its answer (response or RequestError) is queued for writing when
+// the batcher completes it. One write in flight at a time. The stream
+// finishes once the client half-closed, every admitted request has been
+// answered and every answer written (or writing failed).
+class VerifyStreamReactor final
+    : public grpc::ServerBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse> {
+ public:
+  VerifyStreamReactor(VerifierService* service, grpc::CallbackServerContext* context)
+      : service_(service), context_(context) {
+    StartRead(&incoming_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      // Half-close or cancellation: no more requests.
+      bool finish;
+      {
+        absl::MutexLock lock(&mu_);
+        reads_done_ = true;
+        finish = ShouldFinishLocked();
+      }
+      if (finish) FinishStream();
+      return;
+    }
+    auto request = std::make_unique<v1::VerifyRequest>();
+    request->Swap(&incoming_);
+    Handle(std::move(request));
+    StartRead(&incoming_);
+  }
+
+  void OnWriteDone(bool ok) override {
+    const v1::VerifyStreamResponse* next = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writes_.pop_front();
+      if (!ok) {
+        write_failed_ = true;  // the client went away; answers are dropped
+        writes_.clear();
+      }
+      if (!writes_.empty()) {
+        next = writes_.front().get();
+      } else {
+        writing_ = false;
+        finish = ShouldFinishLocked();
+      }
+    }
+    if (next != nullptr) {
+      StartWrite(next);
+    } else if (finish) {
+      FinishStream();
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  struct Outstanding {
+    std::unique_ptr<v1::VerifyRequest> request;
+    std::unique_ptr<v1::VerifyStreamResponse> answer;
+    absl::Time arrival;
+  };
+
+  void Handle(std::unique_ptr<v1::VerifyRequest> request) {
+    const absl::Time arrival = service_->clock()->Now();
+    const std::string id = request->request_id();
+    if (id.empty()) {
+      Answer(id, absl::InvalidArgumentError(
+                     "request_id is empty; VerifyStream requires a request_id "
+                     "unique among the stream's requests in flight"),
+             arrival);
+      return;
+    }
+    bool duplicate;
+    {
+      absl::MutexLock lock(&mu_);
+      duplicate = !ids_.insert(id).second;
+      if (!duplicate) ++outstanding_;
+    }
+    if (duplicate) {
+      Answer(id, absl::InvalidArgumentError(absl::StrCat(
+                     "request_id \"", id, "\" is already in flight on this stream; "
+                     "ids must be unique among the stream's requests in flight")),
+             arrival);
+      return;
+    }
+    auto* entry = new Outstanding;
+    entry->request = std::move(request);
+    entry->answer = std::make_unique<v1::VerifyStreamResponse>();
+    entry->arrival = arrival;
+    auto pending = std::make_unique<PendingRequest>();
+    pending->request = entry->request.get();
+    pending->response = entry->answer->mutable_response();
+    pending->arrival = arrival;
+    pending->deadline = DeadlineOf(context_);
+    grpc::CallbackServerContext* context = context_;
+    pending->is_cancelled = [context] { return context->IsCancelled(); };
+    pending->done = [this, entry](absl::Status status) { Complete(entry, std::move(status)); };
+    absl::Status admitted = service_->Admit(std::move(pending));
+    if (!admitted.ok()) Complete(entry, std::move(admitted));
+  }
+
+  // Runs once per registered request, on a backend, batcher or gRPC thread.
+  void Complete(Outstanding* raw, absl::Status status) {
+    std::unique_ptr<Outstanding> entry(raw);
+    const std::string id = entry->request->request_id();
+    std::unique_ptr<v1::VerifyStreamResponse> answer = std::move(entry->answer);
+    const absl::Duration latency = service_->clock()->Now() - entry->arrival;
+    answer->set_request_id(id);
+    if (status.ok()) {
+      answer->mutable_response()->mutable_timing()->set_server_ns(
+          absl::ToInt64Nanoseconds(latency));
+    } else {
+      answer->clear_response();
+      answer->mutable_error()->set_code(static_cast<int32_t>(status.code()));
+      answer->mutable_error()->set_message(std::string(status.message()));
+    }
+    service_->options().metrics->OnRequestFinished(RpcMethod::kVerifyStream,
+                                                   status.code(), latency);
+    entry.reset();
+    const v1::VerifyStreamResponse* start = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      ids_.erase(id);
+      --outstanding_;
+      start = QueueWriteLocked(std::move(answer));
+      finish = start == nullptr && ShouldFinishLocked();
+    }
+    if (start != nullptr) {
+      StartWrite(start);
+    } else if (finish) {
+      FinishStream();
+    }
+  }
+
+  // An answer for a request that was never registered (empty or duplicate id).
+  void Answer(const std::string& id, absl::Status status, absl::Time arrival) {
+    auto answer = std::make_unique<v1::VerifyStreamResponse>();
+    answer->set_request_id(id);
+    answer->mutable_error()->set_code(static_cast<int32_t>(status.code()));
+    answer->mutable_error()->set_message(std::string(status.message()));
+    service_->options().metrics->OnRequestRejected(RejectReason::kInvalid);
+    service_->options().metrics->OnRequestFinished(
+        RpcMethod::kVerifyStream, status.code(), service_->clock()->Now() - arrival);
+    const v1::VerifyStreamResponse* start = nullptr;
+    bool finish = false;
+    {
+      absl::MutexLock lock(&mu_);
+      start = QueueWriteLocked(std::move(answer));
+      finish = start == nullptr && ShouldFinishLocked();
+    }
+    if (start != nullptr) {
+      StartWrite(start);
+    } else if (finish) {
+      FinishStream();
+    }
+  }
+
+  // Returns the message to start writing now, if no write is in flight.
+  const v1::VerifyStreamResponse* QueueWriteLocked(
+      std::unique_ptr<v1::VerifyStreamResponse> answer)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (write_failed_) return nullptr;
+    writes_.push_back(std::move(answer));
+    if (writing_) return nullptr;
+    writing_ = true;
+    return writes_.front().get();
+  }
+
+  bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (finished_ || !reads_done_ || outstanding_ > 0 || writing_) return false;
+    finished_ = true;
+    return true;
+  }
+
+  void FinishStream() {
+    Finish(context_->IsCancelled()
+               ? grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled")
+               : grpc::Status::OK);
+  }
+
+  VerifierService* const service_;
+  grpc::CallbackServerContext* const context_;
+  v1::VerifyRequest incoming_;  // only the read path touches it
+
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::string> ids_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<v1::VerifyStreamResponse>> writes_ ABSL_GUARDED_BY(mu_);
+  int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// FetchKv: streams a handle's row range in chunks; the region stays
+// allocated (reference held) until the last chunk is written even if the
+// handle is released or expires meanwhile.
+class FetchKvReactor final : public grpc::ServerWriteReactor<v1::FetchKvChunk> {
+ public:
+  FetchKvReactor(const VerifierService& service, const v1::FetchKvRequest& request)
+      : service_(service),
+        handle_(request.handle()),
+        release_after_(request.release_after()),
+        arrival_(service.clock()->Now()) {
+    absl::Status status = Start(request);
+    if (!status.ok()) {
+      Done(status);
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Done(absl::CancelledError("the client stopped reading"));
+      return;
+    }
+    WriteNext();
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  absl::Status Start(const v1::FetchKvRequest& request) {
+    if (absl::Status s = ValidateFetchKvRequest(request); !s.ok()) return s;
+    absl::StatusOr<std::shared_ptr<const KvRegion>> region =
+        service_.options().arena->Lookup(request.handle());
+    if (!region.ok()) return region.status();
+    region_ = *std::move(region);
+    const int64_t rows = region_->num_rows();
+    if (request.first_row() > rows) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "first_row is ", request.first_row(), "; the handle has ", rows, " rows"));
+    }
+    const int64_t count =
+        request.num_rows() == 0 ? rows - request.first_row() : request.num_rows();
+    if (request.first_row() + count > rows) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "rows [", request.first_row(), ", ", request.first_row() + count,
+          ") lie past the handle's ", rows, " rows"));
+    }
+    begin_ = request.first_row() * region_->row_bytes();
+    total_ = count * region_->row_bytes();
+    const int64_t wanted = request.chunk_bytes() > 0
+                               ? request.chunk_bytes()
+                               : service_.options().default_chunk_bytes;
+    chunk_bytes_ = std::clamp<int64_t>(wanted, 1, service_.options().max_chunk_bytes);
+    return absl::OkStatus();
+  }
+
+  void WriteNext() {
+    if (sent_ >= total_) {
+      Done(absl::OkStatus());
+      return;
+    }
+    const int64_t n = std::min(chunk_bytes_, total_ - sent_);
+    chunk_.Clear();
+    chunk_.set_offset(sent_);
+    chunk_.set_total_bytes(total_);
+    std::string* data = chunk_.mutable_data();
+    data->resize(static_cast<size_t>(n));
+    absl::Status copied = region_->CopyToHost(
+        begin_ + sent_, n, reinterpret_cast<std::byte*>(data->data()));
+    if (!copied.ok()) {
+      Done(copied);
+      return;
+    }
+    sent_ += n;
+    StartWrite(&chunk_);
+  }
+
+  void Done(const absl::Status& status) {
+    region_.reset();
+    absl::Status final_status = status;
+    if (status.ok() && release_after_) {
+      absl::StatusOr<int64_t> released = service_.options().arena->Release(handle_);
+      // Expired between the last chunk and now: the rows were delivered.
+      if (!released.ok() && released.status().code() != absl::StatusCode::kNotFound) {
+        final_status = released.status();
+      }
+    }
+    service_.options().metrics->OnRequestFinished(
+        RpcMethod::kFetchKv, final_status.code(), service_.clock()->Now() - arrival_);
+    Finish(ToGrpcStatus(final_status));
+  }
+
+  const VerifierService& service_;
+  const std::string handle_;
+  const bool release_after_;
+  const absl::Time arrival_;
+  std::shared_ptr<const KvRegion> region_;
+  int64_t begin_ = 0;
+  int64_t total_ = 0;
+  int64_t sent_ = 0;
+  int64_t chunk_bytes_ = 1;
+  v1::FetchKvChunk chunk_;
+};
+
+}  // namespace
+
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+VerifierService::VerifierService(const VerifierServiceOptions& options)
+    : options_(options),
+      clock_(options.clock != nullptr ? options.clock : RealClock::Get()) {}
+
+absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
+  absl::Status status;
+  if (draining()) {
+    status = absl::UnavailableError(
+        "the server is draining for shutdown and accepts no new requests");
+  } else {
+    absl::StatusOr<ValidatedRequest> shape =
+        ValidateVerifyRequest(*pending->request, options_.limits);
+    if (!shape.ok()) {
+      status = shape.status();
+    } else {
+      pending->shape = *shape;
+      status = options_.batcher->Enqueue(std::move(pending));
+    }
+  }
+  if (!status.ok()) options_.metrics->OnRequestRejected(ReasonFor(status.code()));
+  return status;
+}
+
+grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* context,
+                                                  const v1::VerifyRequest* request,
+                                                  v1::VerifyResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  const absl::Time arrival = clock_->Now();
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = request;
+  pending->response = response;
+  pending->arrival = arrival;
+  pending->deadline = DeadlineOf(context);
+  pending->is_cancelled = [context] { return context->IsCancelled(); };
+  pending->done = [this, reactor, response, arrival](absl::Status status) {
+    const absl::Duration latency = clock_->Now() - arrival;
+    if (status.ok()) {
+      response->mutable_timing()->set_server_ns(absl::ToInt64Nanoseconds(latency));
+    }
+    options_.metrics->OnRequestFinished(RpcMethod::kVerify, status.code(), latency);
+    reactor->Finish(ToGrpcStatus(status));
+  };
+  absl::Status admitted = Admit(std::move(pending));
+  if (!admitted.ok()) {
+    options_.metrics->OnRequestFinished(RpcMethod::kVerify, admitted.code(),
+                                        clock_->Now() - arrival);
+    reactor->Finish(ToGrpcStatus(admitted));
+  }
+  return reactor;
+}
+
+grpc::ServerBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse>*
+VerifierService::VerifyStream(grpc::CallbackServerContext* context) {
+  return new VerifyStreamReactor(this, context);
+}
+
+grpc::ServerWriteReactor<v1::FetchKvChunk>* VerifierService::FetchKv(
+    grpc::CallbackServerContext*, const v1::FetchKvRequest* request) {
+  return new FetchKvReactor(*this, *request);
+}
+
+grpc::ServerUnaryReactor* VerifierService::ReleaseKv(grpc::CallbackServerContext* context,
+                                                     const v1::ReleaseKvRequest* request,
+                                                     v1::ReleaseKvResponse* response) {
+  const absl::Time arrival = clock_->Now();
+  absl::Status status;
+  if (request->handle().empty()) {
+    status = absl::InvalidArgumentError("handle is empty");
+  } else {
+    absl::StatusOr<int64_t> released = options_.arena->Release(request->handle());
+    if (released.ok()) {
+      response->set_released_bytes(*released);
+    } else {
+      status = released.status();
+    }
+  }
+  options_.metrics->OnRequestFinished(RpcMethod::kReleaseKv, status.code(),
+                                      clock_->Now() - arrival);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* VerifierService::GetServerInfo(
+    grpc::CallbackServerContext* context, const v1::GetServerInfoRequest*,
+    v1::ServerInfo* response) {
+  const absl::Time arrival = clock_->Now();
+  *response = options_.info;
+  options_.metrics->OnRequestFinished(RpcMethod::kGetServerInfo, absl::StatusCode::kOk,
+                                      clock_->Now() - arrival);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+}  // namespace specverify::server
