@@ -1,9 +1,17 @@
 #include "server/metrics/prometheus_metrics.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <exception>
 #include <sstream>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -90,6 +98,27 @@ absl::Status ValidateListenAddress(const std::string& address) {
   return absl::OkStatus();
 }
 
+// The IPv4 address a local client reaches the listener on: the address's
+// host, or loopback for a wildcard or non-literal host.
+std::string LocalConnectHost(const std::string& listen_address) {
+  const std::string host = listen_address.substr(0, listen_address.rfind(':'));
+  in_addr parsed{};
+  if (host == "0.0.0.0" || ::inet_pton(AF_INET, host.c_str(), &parsed) != 1) return "127.0.0.1";
+  return host;
+}
+
+void WakeListener(const std::string& host, int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (::inet_pton(AF_INET, host.c_str(), &addr.sin_addr) == 1) {
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  }
+  ::close(fd);
+}
+
 }  // namespace
 
 PrometheusServerMetrics::PrometheusServerMetrics(const PrometheusMetricsOptions& options)
@@ -99,7 +128,24 @@ PrometheusServerMetrics::PrometheusServerMetrics(const PrometheusMetricsOptions&
           WithBoundary(kQueueDelaySeconds, absl::ToDoubleSeconds(options.max_queue_delay))),
       registry_(std::make_shared<prometheus::Registry>()) {}
 
-PrometheusServerMetrics::~PrometheusServerMetrics() = default;
+PrometheusServerMetrics::~PrometheusServerMetrics() {
+  if (exposer_ == nullptr) return;
+  // civetweb's listener thread polls its sockets with a fixed 2 s timeout and
+  // only then sees the stop flag, so stopping the exposer would add up to 2 s
+  // to every server shutdown. Connecting to the port wakes that poll; keep
+  // doing so until the exposer is gone (a refused or failed connect costs
+  // nothing but the 2 s we would have waited anyway).
+  std::atomic<bool> stopped{false};
+  std::thread waker([this, &stopped] {
+    while (!stopped.load(std::memory_order_acquire)) {
+      WakeListener(wake_host_, bound_port_);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  });
+  exposer_.reset();
+  stopped.store(true, std::memory_order_release);
+  waker.join();
+}
 
 absl::StatusOr<std::unique_ptr<PrometheusServerMetrics>> PrometheusServerMetrics::Start(
     const PrometheusMetricsOptions& options) {
@@ -137,6 +183,7 @@ absl::StatusOr<std::unique_ptr<PrometheusServerMetrics>> PrometheusServerMetrics
                                                "' reports no listening port"));
   }
   metrics->bound_port_ = ports.front();
+  metrics->wake_host_ = LocalConnectHost(options.listen_address);
   return metrics;
 }
 

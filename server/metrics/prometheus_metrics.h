@@ -141,6 +141,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
   // being torn down.
   std::unique_ptr<prometheus::Exposer> exposer_;
   int bound_port_ = 0;
+  std::string wake_host_;  // where the destructor connects to wake civetweb
 };
 
 }  // namespace specverify::server
