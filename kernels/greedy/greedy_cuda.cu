@@ -388,25 +388,27 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
     return;
   }
   using V = typename VecType<kVec>::type;
-  const int units_per_row = static_cast<int>(rb / kVec);
-  const int64_t units = int64_t{tile_aggregate} * units_per_row;
+  // 32-bit unit indices: a tile holds <= kFusedMaxTileRows rows of at most
+  // kMaxGreedyRowBytes, < 2^31 units (checked at launch).
+  const unsigned units_per_row = static_cast<unsigned>(rb / kVec);
+  const unsigned units = static_cast<unsigned>(tile_aggregate) * units_per_row;
   V* dst = reinterpret_cast<V*>(dst_base);
-  for (int64_t base = tid; base < units;
-       base += int64_t{kFusedThreadsPerBlock} * kCopyUnroll) {
+  for (unsigned base = tid; base < units;
+       base += kFusedThreadsPerBlock * kCopyUnroll) {
     V v[kCopyUnroll];
 #pragma unroll
     for (int u = 0; u < kCopyUnroll; ++u) {
-      const int64_t i = base + int64_t{u} * kFusedThreadsPerBlock;
+      const unsigned i = base + u * kFusedThreadsPerBlock;
       if (i < units) {
-        const int row = static_cast<int>(i / units_per_row);
-        const int64_t col = i - int64_t{row} * units_per_row;
+        const unsigned row = i / units_per_row;
+        const unsigned col = i - row * units_per_row;
         v[u] = reinterpret_cast<const V*>(
             p.input.draft_kv + int64_t{smem.src_row[row]} * rb)[col];
       }
     }
 #pragma unroll
     for (int u = 0; u < kCopyUnroll; ++u) {
-      const int64_t i = base + int64_t{u} * kFusedThreadsPerBlock;
+      const unsigned i = base + u * kFusedThreadsPerBlock;
       if (i < units) dst[i] = v[u];
     }
   }
@@ -587,9 +589,10 @@ absl::Status ValidateGreedyDeviceBatch(const GreedyDeviceBatch& batch,
         ", ", upper, "] (num_sequences * max_gamma, scratch limit ",
         scratch.limits.max_total_draft_rows, ")"));
   }
-  if (in.row_bytes < 0) {
+  if (in.row_bytes < 0 || in.row_bytes > kMaxGreedyRowBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat("row_bytes is ", in.row_bytes, "; must be >= 0"));
+        absl::StrCat("row_bytes is ", in.row_bytes, "; must lie in [0, ",
+                     kMaxGreedyRowBytes, "]"));
   }
   if (in.draft_offsets == nullptr || in.draft_tokens == nullptr ||
       in.target_tokens == nullptr) {
@@ -651,7 +654,9 @@ cudaError_t LaunchGreedyVerifyPack(const GreedyDeviceBatch& batch,
                                    GreedyPath path,
                                    const GreedyScratch& scratch,
                                    cudaStream_t stream) {
-  if (batch.params.input.num_sequences < 1 ||
+  if (batch.params.input.row_bytes < 0 ||
+      batch.params.input.row_bytes > kMaxGreedyRowBytes ||
+      batch.params.input.num_sequences < 1 ||
       batch.params.input.num_sequences > scratch.limits.max_sequences ||
       batch.total_draft_rows > scratch.limits.max_total_draft_rows ||
       scratch.data == nullptr) {

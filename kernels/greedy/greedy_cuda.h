@@ -103,8 +103,9 @@ absl::StatusOr<GreedyScratchBuffer> AllocateGreedyScratch(
 // Checks the host-side fields of a device batch against the scratch limits:
 // num_sequences in [1, limits.max_sequences], total_draft_rows in
 // [b, min(b * max_gamma, limits.max_total_draft_rows)], max_gamma in
-// [1, kMaxDraftTokens], row_bytes >= 0, every pointer set (draft_kv and
-// packed_kv exactly when row_bytes > 0). kInvalidArgument naming the field.
+// [1, kMaxDraftTokens], row_bytes in [0, kMaxGreedyRowBytes], every pointer
+// set (draft_kv and packed_kv exactly when row_bytes > 0).
+// kInvalidArgument naming the field.
 // It cannot check device contents: REQUIRES the offsets really are a valid
 // ragged layout with those totals (ValidateGreedyBatch on the host copy).
 absl::Status ValidateGreedyDeviceBatch(const GreedyDeviceBatch& batch,
@@ -130,6 +131,9 @@ inline constexpr int kFusedThreadsPerBlock = 256;
 inline constexpr int64_t kFusedTileBytes = 16 * 1024;
 inline constexpr int32_t kFusedMinTileRows = 4;
 inline constexpr int32_t kFusedMaxTileRows = 128;
+// Largest KV row the CUDA paths accept (keeps a fused tile's vector count
+// within 32 bits: kFusedMinTileRows * 2^28 < 2^31).
+inline constexpr int64_t kMaxGreedyRowBytes = int64_t{1} << 28;
 
 // Draft rows per fused tile for a row size: kFusedTileBytes / row_bytes
 // rounded down to a power of two, clamped to [kFusedMinTileRows,
