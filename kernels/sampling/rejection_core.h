@@ -16,13 +16,20 @@
 
 namespace specverify::rejection {
 
-// Softmax normalizers are defined over fixed chunks of a row (not over thread
-// blocks): chunk c covers [c * kNormalizerChunk, (c+1) * kNormalizerChunk).
-// Per chunk: m_c = max z, s_c = sum of ExpDet((z - m_c) / T) in double; per row:
-// m = max m_c, Z = sum over c in order of s_c * ExpDet((m_c - m) / T) in double,
-// rounded to float. A GPU block handles whole chunks, so the only difference
-// to the CPU is the order of the double additions inside a chunk.
+// Softmax normalizers (and full-row sums) are defined over fixed chunks of a
+// row, not over thread blocks: chunk c covers [c * kNormalizerChunk,
+// (c+1) * kNormalizerChunk). Per chunk: m_c = max z, s_c = a sum in double of
+// LogitWeight(z, m_c, 1/T) in a FIXED order: element e belongs to lane
+// (e / kLaneWidth) % kChunkLanes, each lane adds its elements in increasing e,
+// then lanes are folded pairwise, s[t] += s[t + stride] for stride = 128, 64,
+// ..., 1. Per row: m = max m_c, Z = sum over c in increasing order of
+// s_c * LogitWeight(m_c, m, 1/T) in double, rounded to float. A CUDA block of
+// kChunkLanes threads computes a chunk in exactly this order, so the CPU and
+// the GPU produce the same bits for every normalizer.
 inline constexpr int32_t kNormalizerChunk = 4096;
+inline constexpr int32_t kChunkLanes = 256;
+inline constexpr int32_t kLaneWidth = 4;
+static_assert(kNormalizerChunk % (kChunkLanes * kLaneWidth) == 0);
 
 SV_HD int32_t NumChunks(int32_t vocab) { return (vocab + kNormalizerChunk - 1) / kNormalizerChunk; }
 

@@ -81,6 +81,9 @@ enum RejectionCode : int32_t {
 struct RejectionBatchInput {
   int32_t num_sequences = 0;  // b, >= 0
   int32_t vocab_size = 0;     // V, >= 1
+  // Host-known offsets[b] (total draft positions). The GPU launcher sizes its
+  // grids from it without reading device memory; must equal draft_offsets[b].
+  int32_t total_draft_tokens = 0;
   SampleDtype dtype = SampleDtype::kFloat32;
   SampleValueKind kind = SampleValueKind::kProbabilities;
   SampleMethod method = SampleMethod::kExact;

@@ -47,10 +47,34 @@ int32_t FirstInvalid(const RejectionBatchInput& in, const std::function<float(in
   return -1;
 }
 
+// A chunk's double sum in the fixed lane order of rejection_core.h.
+template <typename F>
+double ChunkSumFixedOrder(int32_t begin, int32_t end, F contribution) {
+  constexpr int32_t kRounds = rejection::kNormalizerChunk / (rejection::kChunkLanes * rejection::kLaneWidth);
+  double lanes[rejection::kChunkLanes] = {};
+  for (int32_t r = 0; r < kRounds; ++r) {
+    for (int32_t lane = 0; lane < rejection::kChunkLanes; ++lane) {
+      for (int32_t i = 0; i < rejection::kLaneWidth; ++i) {
+        const int32_t e = begin + (r * rejection::kChunkLanes + lane) * rejection::kLaneWidth + i;
+        if (e < end) lanes[lane] = detmath::AddD(lanes[lane], contribution(e));
+      }
+    }
+  }
+  for (int32_t stride = rejection::kChunkLanes / 2; stride > 0; stride /= 2) {
+    for (int32_t t = 0; t < stride; ++t) lanes[t] = detmath::AddD(lanes[t], lanes[t + stride]);
+  }
+  return lanes[0];
+}
+
+// Full-row check of a probability row: chunk sums in the fixed order, chunks
+// in increasing order (as the GPU's check pass).
 bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const std::function<float(int32_t)>& load) {
   double sum = 0.0;
-  for (int32_t x = 0; x < in.vocab_size; ++x) sum += load(x);
-  return sum > 0.0 && sum < 1e300;
+  for (int32_t begin = 0; begin < in.vocab_size; begin += rejection::kNormalizerChunk) {
+    const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
+    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) { return static_cast<double>(load(x)); }));
+  }
+  return sum > 0.0 && sum <= 1.7976931348623157e308;
 }
 
 // Unfiltered softmax normalizer of one logits row, chunk by chunk as the GPU.
@@ -69,9 +93,9 @@ RowNormalizer Normalize(const RejectionBatchInput& in, const std::function<float
         s.argmax = x;
       }
     }
-    for (int32_t x = begin; x < end; ++x) {
-      s.sum = detmath::AddD(s.sum, static_cast<double>(rejection::LogitWeight(load(x), s.max, inv_t)));
-    }
+    s.sum = ChunkSumFixedOrder(begin, end, [&](int32_t x) {
+      return static_cast<double>(rejection::LogitWeight(load(x), s.max, inv_t));
+    });
     chunks[c] = s;
   }
   return rejection::CombineChunks(chunks.data(), num_chunks, inv_t);

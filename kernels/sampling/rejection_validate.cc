@@ -42,6 +42,11 @@ absl::Status ValidateRejectionBatch(const RejectionSampleParams& params, const R
   if (in.num_sequences > 0 && in.draft_offsets[0] != 0) {
     return absl::InvalidArgumentError(absl::StrCat("draft_offsets[0] is ", in.draft_offsets[0], ", not 0"));
   }
+  if (in.total_draft_tokens != (in.num_sequences > 0 ? in.draft_offsets[in.num_sequences] : 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("total_draft_tokens is ", in.total_draft_tokens,
+                                                   ", but draft_offsets[b] is ",
+                                                   in.num_sequences > 0 ? in.draft_offsets[in.num_sequences] : 0));
+  }
   bool any_filter = false;
   for (int32_t i = 0; i < in.num_sequences; ++i) {
     const int32_t gamma = in.draft_offsets[i + 1] - in.draft_offsets[i];

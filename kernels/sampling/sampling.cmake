@@ -20,5 +20,8 @@ if(SPECVERIFY_HAVE_CUDA AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/sampling/rejectio
   )
   target_include_directories(specverify_sampling_cuda PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(specverify_sampling_cuda PUBLIC specverify_sampling_cpu CUDA::cudart_static)
-  set_target_properties(specverify_sampling_cuda PROPERTIES CUDA_SEPARABLE_COMPILATION OFF)
+  # CMake 3.25 knows no CUDA20 dialect flag for nvcc: the .cu is C++17.
+  set_target_properties(specverify_sampling_cuda PROPERTIES CUDA_STANDARD 17)
+  target_compile_options(specverify_sampling_cuda PRIVATE
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills --expt-relaxed-constexpr>)
 endif()

@@ -71,6 +71,7 @@ RejectionBatchInput SamplingWorkload::input() const {
   RejectionBatchInput in;
   in.num_sequences = options.num_sequences;
   in.vocab_size = options.vocab_size;
+  in.total_draft_tokens = draft_offsets.back();
   in.dtype = options.dtype;
   in.kind = options.kind;
   in.has_draft_probs = options.has_draft_probs;

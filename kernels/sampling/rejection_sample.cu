@@ -1,0 +1,833 @@
+#include "kernels/sampling/rejection_sample.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+
+#include "kernels/sampling/philox.h"
+#include "kernels/sampling/rejection_core.h"
+
+namespace specverify {
+namespace {
+
+using rejection::ChunkStats;
+using rejection::RaceCandidate;
+using rejection::RowNormalizer;
+using rejection::RowProbability;
+
+// One thread per lane of the fixed chunk order (rejection_core.h).
+constexpr int kThreads = rejection::kChunkLanes;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLaneWidth);
+// Race blocks per SM the launcher aims for: 4 blocks of 256 threads keep 1024
+// threads in flight per SM, enough memory parallelism to stream the recovery
+// rows near HBM bandwidth (bench/sampling measures the choice).
+constexpr int kRaceBlocksPerSm = 4;
+constexpr int kFilterThreads = 1024;
+constexpr int kMaxChunks = (1 << 20) / rejection::kNormalizerChunk;  // V <= 2^20
+constexpr uint32_t kFullMask = 0xffffffffu;
+
+constexpr int32_t kRowBadElement = 1;
+constexpr int32_t kRowBadSum = 2;
+
+struct DeviceRowNorm {
+  RowNormalizer norm;
+  int32_t flags;  // kRowBadElement | kRowBadSum
+};
+
+struct RacePartial {
+  RaceCandidate residual;
+  RaceCandidate target;
+  int32_t flags;  // 1: invalid target element, 2: invalid draft element
+};
+
+struct ScratchLayout {
+  uint32_t* seq_tickets = nullptr;  // [max_sequences]
+  uint32_t* row_tickets = nullptr;  // [max_rows]
+  ChunkStats* chunks = nullptr;     // [max_rows * max_chunks]; argmax -1 marks an invalid element
+  DeviceRowNorm* norms = nullptr;   // [max_rows]: target rows, then draft rows
+  RacePartial* partials = nullptr;  // [max_sequences * max_race_blocks]
+  size_t bytes = 0;
+};
+
+size_t AlignUp(size_t n) { return (n + 255) / 256 * 256; }
+
+int64_t MaxRows(const RejectionScratchLimits& l) {
+  return 2 * static_cast<int64_t>(l.max_total_draft_tokens) + l.max_sequences;
+}
+int32_t MaxRaceBlocks(int32_t vocab) {
+  const int32_t quads = (vocab + 3) / 4;
+  return std::max(1, (quads + kThreads - 1) / kThreads);
+}
+
+ScratchLayout Carve(void* base, const RejectionScratchLimits& l) {
+  ScratchLayout s;
+  auto* p = static_cast<char*>(base);
+  size_t off = 0;
+  const auto take = [&](size_t n) {
+    char* at = p == nullptr ? nullptr : p + off;
+    off += AlignUp(n);
+    return at;
+  };
+  const int64_t rows = MaxRows(l);
+  const int32_t chunks = rejection::NumChunks(l.max_vocab_size);
+  s.seq_tickets = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * l.max_sequences));
+  s.row_tickets = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * rows));
+  const size_t tickets_end = off;
+  s.chunks = reinterpret_cast<ChunkStats*>(take(sizeof(ChunkStats) * rows * chunks));
+  s.norms = reinterpret_cast<DeviceRowNorm*>(take(sizeof(DeviceRowNorm) * rows));
+  s.partials = reinterpret_cast<RacePartial*>(
+      take(sizeof(RacePartial) * static_cast<size_t>(l.max_sequences) * MaxRaceBlocks(l.max_vocab_size)));
+  s.bytes = off;
+  (void)tickets_end;
+  return s;
+}
+
+size_t TicketBytes(const RejectionScratchLimits& l) {
+  return AlignUp(sizeof(uint32_t) * l.max_sequences) + AlignUp(sizeof(uint32_t) * MaxRows(l));
+}
+
+// ------------------------------------------------------------ helpers --
+
+template <SampleDtype D>
+__device__ __forceinline__ float LoadOne(const void* row, int32_t x) {
+  return rejection::LoadValue(row, D, x);
+}
+
+// Four consecutive values x..x+3 of a row (zeros past `end`); one 16- or
+// 8-byte load when the row is aligned for it.
+template <SampleDtype D>
+__device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, bool vector_ok, float out[4]) {
+  if (vector_ok && x + 3 < end) {
+    if constexpr (D == SampleDtype::kFloat32) {
+      const float4 v = __ldg(reinterpret_cast<const float4*>(static_cast<const float*>(row) + x));
+      out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+    } else {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(row) + x));
+      const uint16_t h[4] = {static_cast<uint16_t>(v.x), static_cast<uint16_t>(v.x >> 16),
+                             static_cast<uint16_t>(v.y), static_cast<uint16_t>(v.y >> 16)};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        out[i] = D == SampleDtype::kFloat16 ? detmath::Float16BitsToFloat(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
+      }
+    }
+    return;
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = x + i < end ? LoadOne<D>(row, x + i) : 0.0f;
+}
+
+__device__ __forceinline__ const void* RowPointer(const void* base, SampleDtype d, int64_t row, int32_t vocab) {
+  return static_cast<const char*>(base) + row * vocab * SampleDtypeBytes(d);
+}
+
+// Largest i in [0, b) with key(i) <= r, key(i) = offsets[i] + i * extra.
+__device__ int32_t SequenceOfRow(const int32_t* offsets, int32_t b, int64_t r, int32_t extra) {
+  int32_t lo = 0, hi = b - 1;
+  while (lo < hi) {
+    const int32_t mid = (lo + hi + 1) / 2;
+    if (static_cast<int64_t>(offsets[mid]) + static_cast<int64_t>(mid) * extra <= r) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
+// Sum over the block in the fixed pairwise order s[t] += s[t + stride].
+__device__ double BlockFixedOrderSum(double partial, double* shared) {
+  const int t = threadIdx.x;
+  shared[t] = partial;
+  __syncthreads();
+#pragma unroll
+  for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
+    if (t < stride) shared[t] = detmath::AddD(shared[t], shared[t + stride]);
+    __syncthreads();
+  }
+  double v = t < 32 ? shared[t] : 0.0;
+  if (t < 32) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) v = detmath::AddD(v, __shfl_down_sync(kFullMask, v, offset));
+  }
+  __syncthreads();
+  return v;  // valid in thread 0
+}
+
+struct MaxArg {
+  float value;
+  int32_t index;  // -1: none
+};
+
+__device__ __forceinline__ bool MaxBeats(const MaxArg& a, const MaxArg& b) {
+  if (a.index < 0) return false;
+  if (b.index < 0) return true;
+  return a.value > b.value || (a.value == b.value && a.index < b.index);
+}
+
+__device__ MaxArg BlockMaxArg(MaxArg m, MaxArg* shared) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const MaxArg o{__shfl_down_sync(kFullMask, m.value, offset), __shfl_down_sync(kFullMask, m.index, offset)};
+    if (MaxBeats(o, m)) m = o;
+  }
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    m = threadIdx.x < kWarps ? shared[threadIdx.x] : MaxArg{0.0f, -1};
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const MaxArg o{__shfl_down_sync(kFullMask, m.value, offset), __shfl_down_sync(kFullMask, m.index, offset)};
+      if (MaxBeats(o, m)) m = o;
+    }
+    if (threadIdx.x == 0) shared[0] = m;
+  }
+  __syncthreads();
+  const MaxArg result = shared[0];
+  __syncthreads();
+  return result;
+}
+
+__device__ RaceCandidate ShuffleCandidate(const RaceCandidate& c, int offset) {
+  return RaceCandidate{__shfl_down_sync(kFullMask, c.key, offset), __shfl_down_sync(kFullMask, c.token, offset)};
+}
+
+__device__ void WarpRace(RaceCandidate& a, RaceCandidate& b) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const RaceCandidate oa = ShuffleCandidate(a, offset);
+    const RaceCandidate ob = ShuffleCandidate(b, offset);
+    if (rejection::RaceBeats(oa, a)) a = oa;
+    if (rejection::RaceBeats(ob, b)) b = ob;
+  }
+}
+
+// --------------------------------------------------------- row pass --
+// Normalizer (exact logits) or full-row check, one block per (row, chunk).
+
+enum class RowPassMode : int32_t { kNormalize = 0, kCheck = 1 };
+
+struct RowPassArgs {
+  RejectionBatchInput in;
+  ScratchLayout scratch;
+  int64_t num_target_rows;
+  int32_t num_chunks;
+  RowPassMode mode;
+};
+
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
+  __shared__ double sum_shared[kThreads];
+  __shared__ MaxArg max_shared[kWarps];
+  __shared__ ChunkStats row_chunks[kMaxChunks];
+  __shared__ bool is_last;
+  const RejectionBatchInput& in = a.in;
+  const int64_t slot = blockIdx.x / a.num_chunks;
+  const int32_t c = blockIdx.x % a.num_chunks;
+  const bool is_draft = slot >= a.num_target_rows;
+  const int64_t row = is_draft ? slot - a.num_target_rows : slot;
+  const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, is_draft ? 0 : 1);
+  const SequenceSamplingParams s = in.sequences[seq];
+  const bool greedy = !(s.temperature > 0.0f);
+  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(s.temperature);
+  const void* row_ptr = RowPointer(is_draft ? in.draft_values : in.target_values, in.dtype, row, in.vocab_size);
+  const bool vector_ok = in.vocab_size % 4 == 0;
+  const int32_t begin = c * rejection::kNormalizerChunk;
+  const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+
+  float v[kRounds][4];
+  bool bad = false;
+  MaxArg m{0.0f, -1};
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    Load4<D>(row_ptr, x, end, vector_ok, v[r]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (x + i >= end) continue;
+      bad = bad || !rejection::ValueIsValid(in.kind, v[r][i]);
+      const MaxArg o{v[r][i], x + i};
+      if (MaxBeats(o, m)) m = o;
+    }
+  }
+  bad = __syncthreads_or(bad);
+  double partial = 0.0;
+  ChunkStats stats{0.0f, bad ? -1 : begin, 0.0};
+  if (a.mode == RowPassMode::kNormalize) {
+    m = BlockMaxArg(m, max_shared);
+    stats.max = m.value;
+    if (!bad) stats.argmax = m.index;
+    if (!greedy) {
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) {
+        const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (x + i < end) {
+            partial = detmath::AddD(partial, static_cast<double>(rejection::LogitWeight(v[r][i], m.value, inv_t)));
+          }
+        }
+      }
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (x + i < end) partial = detmath::AddD(partial, static_cast<double>(v[r][i]));
+      }
+    }
+  }
+  if (a.mode == RowPassMode::kCheck || !greedy) stats.sum = BlockFixedOrderSum(partial, sum_shared);
+
+  // The last chunk of the row to finish combines the row (tickets reset by it).
+  ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
+  if (threadIdx.x == 0) {
+    chunks[c] = stats;
+    __threadfence();
+    const uint32_t ticket = atomicAdd(&a.scratch.row_tickets[slot], 1u);
+    is_last = ticket == static_cast<uint32_t>(a.num_chunks - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  for (int32_t i = threadIdx.x; i < a.num_chunks; i += kThreads) {
+    const ChunkStats* src = chunks + i;
+    row_chunks[i] = ChunkStats{__ldcg(&src->max), __ldcg(&src->argmax), __ldcg(&src->sum)};
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  DeviceRowNorm out{};
+  for (int32_t i = 0; i < a.num_chunks; ++i) {
+    if (row_chunks[i].argmax < 0) out.flags |= kRowBadElement;
+  }
+  if (a.mode == RowPassMode::kNormalize) {
+    if (out.flags == 0) out.norm = rejection::CombineChunks(row_chunks, a.num_chunks, inv_t);
+  } else {
+    double sum = 0.0;
+    for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, row_chunks[i].sum);
+    if (in.kind == SampleValueKind::kProbabilities && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
+      out.flags |= kRowBadSum;
+    }
+  }
+  a.scratch.norms[slot] = out;
+  a.scratch.row_tickets[slot] = 0;
+}
+
+// ------------------------------------------------------------ filter --
+// Top-k then top-p on a logits target row (docs/SAMPLING.md): radix select
+// over order-preserving keys of z, one block per target row.
+
+__device__ __forceinline__ uint32_t OrderedKey(float z) {
+  uint32_t bits = detmath::FloatToBits(z);
+  if (bits == 0x80000000u) bits = 0;  // -0 sorts with +0, as float comparison does
+  return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
+}
+__device__ __forceinline__ float KeyToFloat(uint32_t key) {
+  return detmath::BitsToFloat((key & 0x80000000u) ? (key & 0x7fffffffu) : ~key);
+}
+
+struct FilterArgs {
+  RejectionBatchInput in;
+  ScratchLayout scratch;
+};
+
+template <SampleDtype D>
+__global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
+  __shared__ uint32_t counts[256];
+  __shared__ double masses[256];
+  __shared__ uint32_t shared_prefix, shared_remaining;
+  __shared__ double shared_above, shared_budget;
+  __shared__ double sum_shared[kThreads];
+  const RejectionBatchInput& in = a.in;
+  const int64_t row = blockIdx.x;
+  const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, 1);
+  const SequenceSamplingParams s = in.sequences[seq];
+  if (rejection::SequenceParamsCode(in.kind, in.method, s) != kRejectionOk || !(s.temperature > 0.0f) ||
+      !rejection::IsFiltered(s)) {
+    return;
+  }
+  DeviceRowNorm norm = a.scratch.norms[row];
+  if (norm.flags != 0) return;
+  const float inv_t = rejection::InverseTemperature(s.temperature);
+  const void* row_ptr = RowPointer(in.target_values, in.dtype, row, in.vocab_size);
+  const int32_t v = in.vocab_size;
+  const int t = threadIdx.x;
+
+  // Top-k: the exact key of the k-th largest logit.
+  uint32_t kept_from = 0;
+  if (s.top_k > 0 && s.top_k < v) {
+    uint32_t prefix = 0, mask = 0;
+    if (t == 0) shared_remaining = static_cast<uint32_t>(s.top_k);
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int d = t; d < 256; d += kFilterThreads) counts[d] = 0;
+      __syncthreads();
+      for (int32_t x = t; x < v; x += kFilterThreads) {
+        const uint32_t key = OrderedKey(LoadOne<D>(row_ptr, x));
+        if ((key & mask) == prefix) atomicAdd(&counts[(key >> shift) & 255u], 1u);
+      }
+      __syncthreads();
+      if (t == 0) {
+        uint32_t remaining = shared_remaining;
+        int d = 255;
+        for (; d > 0; --d) {
+          if (remaining <= counts[d]) break;
+          remaining -= counts[d];
+        }
+        shared_remaining = remaining;
+        shared_prefix = prefix | (static_cast<uint32_t>(d) << shift);
+      }
+      __syncthreads();
+      prefix = shared_prefix;
+      mask |= 255u << shift;
+    }
+    kept_from = prefix;
+  }
+  // Top-p: the smallest kept value v has (mass of kept logits > v) < top_p * kept mass.
+  uint32_t threshold = kept_from;
+  if (s.top_p < 1.0f) {
+    uint32_t prefix = 0, mask = 0;
+    if (t == 0) shared_above = 0.0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int d = t; d < 256; d += kFilterThreads) {
+        counts[d] = 0;
+        masses[d] = 0.0;
+      }
+      __syncthreads();
+      for (int32_t x = t; x < v; x += kFilterThreads) {
+        const float z = LoadOne<D>(row_ptr, x);
+        const uint32_t key = OrderedKey(z);
+        if (key >= kept_from && (key & mask) == prefix) {
+          atomicAdd(&counts[(key >> shift) & 255u], 1u);
+          atomicAdd(&masses[(key >> shift) & 255u],
+                    static_cast<double>(rejection::LogitWeight(z, norm.norm.max, inv_t)));
+        }
+      }
+      __syncthreads();
+      if (t == 0) {
+        if (shift == 24) {
+          double kept_mass = 0.0;
+          for (int d = 0; d < 256; ++d) kept_mass += masses[d];
+          shared_budget = static_cast<double>(s.top_p) * kept_mass;
+        }
+        double above = shared_above;
+        int chosen = -1;
+        double above_chosen = above;
+        for (int d = 255; d >= 0; --d) {
+          if (counts[d] == 0) continue;
+          if (!(above < shared_budget)) break;
+          chosen = d;
+          above_chosen = above;
+          above += masses[d];
+        }
+        // chosen >= 0: the prefix bin always holds the value found one level up.
+        shared_above = above_chosen;
+        shared_prefix = prefix | (static_cast<uint32_t>(chosen < 0 ? 0 : chosen) << shift);
+      }
+      __syncthreads();
+      prefix = shared_prefix;
+      mask |= 255u << shift;
+    }
+    threshold = prefix;
+  }
+  const float threshold_value = threshold == 0 ? rejection::NegativeInfinity() : KeyToFloat(threshold);
+  // Kept mass in the fixed chunk order (threads 0..255 as the lanes), so the
+  // CPU reference reproduces it bit for bit.
+  double z_sum = 0.0;
+  for (int32_t begin = 0; begin < v; begin += rejection::kNormalizerChunk) {
+    const int32_t end = min(v, begin + rejection::kNormalizerChunk);
+    double partial = 0.0;
+    if (t < kThreads) {
+      for (int r = 0; r < kRounds; ++r) {
+        for (int i = 0; i < 4; ++i) {
+          const int32_t x = begin + (r * kThreads + t) * rejection::kLaneWidth + i;
+          if (x < end) {
+            const float z = LoadOne<D>(row_ptr, x);
+            const double w = z >= threshold_value
+                                 ? static_cast<double>(rejection::LogitWeight(z, norm.norm.max, inv_t))
+                                 : 0.0;
+            partial = detmath::AddD(partial, w);
+          }
+        }
+      }
+    }
+    // BlockFixedOrderSum over the first kThreads threads.
+    if (t < kThreads) sum_shared[t] = partial;
+    __syncthreads();
+    for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
+      if (t < stride) sum_shared[t] = detmath::AddD(sum_shared[t], sum_shared[t + stride]);
+      __syncthreads();
+    }
+    if (t < 32) {
+      double w = sum_shared[t];
+      for (int offset = 16; offset > 0; offset /= 2) w = detmath::AddD(w, __shfl_down_sync(kFullMask, w, offset));
+      if (t == 0) z_sum = detmath::AddD(z_sum, w);
+    }
+    __syncthreads();
+  }
+  if (t == 0) {
+    norm.norm.threshold = threshold_value;
+    norm.norm.sum = static_cast<float>(z_sum);
+    a.scratch.norms[row] = norm;
+  }
+}
+
+// -------------------------------------------------------------- race --
+
+struct RaceArgs {
+  RejectionBatchInput in;
+  RejectionBatchOutput out;
+  ScratchLayout scratch;
+  int64_t num_target_rows;
+  int32_t blocks_per_sequence;  // G
+  bool logits_exact;
+  bool row_pass_ran;  // norms hold full-row check flags (probabilities / sigmoid)
+};
+
+struct Decision {
+  int32_t code;
+  int32_t position;
+  int32_t k;
+  int32_t next;  // greedy only
+  bool race;
+};
+
+// First j in [0, n) for which pred(j) holds, or -1; executed by one full warp.
+template <typename Pred>
+__device__ int32_t WarpFirst(int32_t n, Pred pred) {
+  const int lane = threadIdx.x % 32;
+  for (int32_t base = 0; base < n; base += 32) {
+    const int32_t j = base + lane;
+    const unsigned mask = __ballot_sync(kFullMask, j < n && pred(j));
+    if (mask != 0) return base + __ffs(mask) - 1;
+  }
+  return -1;
+}
+
+template <SampleDtype D>
+__device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t gamma,
+                           const SequenceSamplingParams& s) {
+  const RejectionBatchInput& in = a.in;
+  const int32_t* draft = in.draft_tokens + first;
+  const int64_t target_row0 = static_cast<int64_t>(first) + i;
+  const int64_t draft_slot0 = a.num_target_rows + first;
+  const DeviceRowNorm* norms = a.scratch.norms;
+  Decision d{kRejectionOk, -1, 0, -1, false};
+  const auto fail = [&d](int32_t code, int32_t position) {
+    d.code = code;
+    d.position = position;
+    return d;
+  };
+  if (rejection::SequenceParamsCode(in.kind, in.method, s) != kRejectionOk) return fail(kRejectionBadSequenceParams, -1);
+  int32_t j = WarpFirst(gamma, [&](int32_t j) { return draft[j] < 0 || draft[j] >= in.vocab_size; });
+  if (j >= 0) return fail(kRejectionDraftTokenOutOfRange, j);
+
+  const auto target_at = [&](int32_t pos, int32_t x) {
+    return LoadOne<D>(RowPointer(in.target_values, in.dtype, target_row0 + pos, in.vocab_size), x);
+  };
+  const auto draft_at = [&](int32_t pos, int32_t x) {
+    return LoadOne<D>(RowPointer(in.draft_values, in.dtype, first + pos, in.vocab_size), x);
+  };
+  // Elements read before deciding acceptance, position by position (target first).
+  const auto value_error = [&](int32_t pos) -> int32_t {
+    if (a.logits_exact) {
+      if (norms[target_row0 + pos].flags & kRowBadElement) return kRejectionBadTargetValue;
+      if (in.has_draft_probs && pos < gamma && (norms[draft_slot0 + pos].flags & kRowBadElement)) {
+        return kRejectionBadDraftValue;
+      }
+      return kRejectionOk;
+    }
+    if (!rejection::ValueIsValid(in.kind, target_at(pos, draft[pos]))) return kRejectionBadTargetValue;
+    if (in.has_draft_probs && !rejection::ValueIsValid(in.kind, draft_at(pos, draft[pos]))) {
+      return kRejectionBadDraftValue;
+    }
+    return kRejectionOk;
+  };
+  const auto full_row_error = [&](int32_t pos) -> int32_t {
+    if (!a.row_pass_ran) return kRejectionOk;
+    const int32_t tf = norms[target_row0 + pos].flags;
+    if (tf & kRowBadElement) return kRejectionBadTargetValue;
+    if (tf & kRowBadSum) return kRejectionBadRowSum;
+    if (in.has_draft_probs && pos < gamma) {
+      const int32_t df = norms[draft_slot0 + pos].flags;
+      if (df & kRowBadElement) return kRejectionBadDraftValue;
+      if (df & kRowBadSum) return kRejectionBadRowSum;
+    }
+    return kRejectionOk;
+  };
+  const bool greedy = a.logits_exact && !(s.temperature > 0.0f);
+  const float inv_t = (in.kind == SampleValueKind::kLogits && !greedy) ? rejection::InverseTemperature(s.temperature)
+                                                                        : 0.0f;
+  const float sig_scale = detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha);
+  const auto seq_index = static_cast<uint32_t>(s.sequence_index);
+  // One lane per position, all checks and the acceptance test in a single
+  // sweep (one round of loads); precedence is resolved afterwards: value
+  // errors anywhere, then full-row errors, then the first rejection.
+  const int lane = threadIdx.x % 32;
+  const int32_t checked = a.logits_exact ? gamma + 1 : gamma;
+  int32_t first_value_error = -1, first_row_error = -1, first_reject = -1;
+  for (int32_t base = 0; base <= gamma; base += 32) {
+    const int32_t pos = base + lane;
+    bool value_bad = false, row_bad = false, reject = false;
+    if (pos < checked || pos <= gamma) {
+      if (pos < checked) value_bad = value_error(pos) != kRejectionOk;
+      row_bad = full_row_error(pos) != kRejectionOk;
+      if (pos < gamma && !value_bad) {
+        const int32_t x = draft[pos];
+        if (greedy) {
+          reject = x != norms[target_row0 + pos].norm.argmax;
+        } else {
+          RowProbability rp{in.kind, in.method, inv_t, RowNormalizer{}, in.sigmoid_alpha, sig_scale};
+          if (a.logits_exact) rp.norm = norms[target_row0 + pos].norm;
+          const float p = rejection::ProbabilityOf(rp, target_at(pos, x));
+          float q = 1.0f;
+          if (in.has_draft_probs) {
+            if (a.logits_exact) rp.norm = norms[draft_slot0 + pos].norm;
+            q = rejection::ProbabilityOf(rp, draft_at(pos, x));
+          }
+          reject = !rejection::AcceptDraft(AcceptCoin(s.seed, seq_index, static_cast<uint32_t>(pos)), p, q);
+        }
+      }
+    }
+    const unsigned value_mask = __ballot_sync(kFullMask, value_bad);
+    const unsigned row_mask = __ballot_sync(kFullMask, row_bad);
+    const unsigned reject_mask = __ballot_sync(kFullMask, reject);
+    if (first_value_error < 0 && value_mask) first_value_error = base + __ffs(value_mask) - 1;
+    if (first_row_error < 0 && row_mask) first_row_error = base + __ffs(row_mask) - 1;
+    if (first_reject < 0 && reject_mask) first_reject = base + __ffs(reject_mask) - 1;
+  }
+  if (first_value_error >= 0) return fail(value_error(first_value_error), first_value_error);
+  if (first_row_error >= 0) return fail(full_row_error(first_row_error), first_row_error);
+  d.k = first_reject < 0 ? gamma : first_reject;
+  if (greedy) {
+    d.next = norms[target_row0 + d.k].norm.argmax;
+    return d;
+  }
+  d.race = true;
+  return d;
+}
+
+__device__ void WriteOutcome(const RaceArgs& a, int32_t i, int32_t gamma, int32_t code, int32_t position,
+                             int32_t k, int32_t next) {
+  const bool ok = code == kRejectionOk;
+  a.out.accepted_lengths[i] = ok ? k : 0;
+  a.out.next_tokens[i] = ok ? next : -1;
+  a.out.mismatch[i] = (!ok || k < gamma) ? 1 : 0;
+  a.out.status_codes[i] = code;
+  a.out.error_positions[i] = ok ? -1 : position;
+}
+
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads) AcceptRaceKernel(RaceArgs a) {
+  __shared__ Decision decision;
+  __shared__ RaceCandidate warp_residual[kWarps], warp_target[kWarps];
+  __shared__ int32_t block_flags;
+  __shared__ bool is_last;
+  const RejectionBatchInput& in = a.in;
+  // Flattened (sequence, share) grid: b may exceed gridDim.y's 65535.
+  const int32_t i = blockIdx.x / a.blocks_per_sequence;
+  const int32_t g = blockIdx.x % a.blocks_per_sequence;
+  const int32_t first = in.draft_offsets[i];
+  const int32_t gamma = in.draft_offsets[i + 1] - first;
+  const SequenceSamplingParams s = in.sequences[i];
+  if (threadIdx.x < 32) {
+    const Decision dw = Decide<D>(a, i, first, gamma, s);
+    if (threadIdx.x == 0) {
+      decision = dw;
+      block_flags = 0;
+    }
+  }
+  __syncthreads();
+  const Decision d = decision;
+  if (!d.race) {
+    if (g == 0 && threadIdx.x == 0) WriteOutcome(a, i, gamma, d.code, d.position, d.k, d.next);
+    return;
+  }
+
+  // The recovery (k < gamma) or bonus (k == gamma) row, this block's share.
+  const int32_t k = d.k;
+  const bool residual = k < gamma;
+  const bool use_draft_row = residual && in.has_draft_probs;
+  const int32_t drafted = residual ? in.draft_tokens[first + k] : -1;
+  const int64_t target_row = static_cast<int64_t>(first) + i + k;
+  const void* trow = RowPointer(in.target_values, in.dtype, target_row, in.vocab_size);
+  const void* drow = use_draft_row ? RowPointer(in.draft_values, in.dtype, first + k, in.vocab_size) : nullptr;
+  const float inv_t = in.kind == SampleValueKind::kLogits ? rejection::InverseTemperature(s.temperature) : 0.0f;
+  RowProbability trp{in.kind, in.method, inv_t, RowNormalizer{}, in.sigmoid_alpha,
+                     detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
+  RowProbability drp = trp;
+  if (a.logits_exact) {
+    trp.norm = a.scratch.norms[target_row].norm;
+    if (use_draft_row) drp.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
+  }
+  const bool check_values = !a.logits_exact;  // logits rows were checked by the normalizer pass
+  const bool vector_ok = in.vocab_size % 4 == 0;
+  const int32_t quads = (in.vocab_size + 3) / 4;
+  const int32_t per_block = (quads + a.blocks_per_sequence - 1) / a.blocks_per_sequence;
+  const int32_t q_begin = g * per_block;
+  const int32_t q_end = min(quads, q_begin + per_block);
+  const auto seq_index = static_cast<uint32_t>(s.sequence_index);
+
+  RaceCandidate best_residual = rejection::NoCandidate();
+  RaceCandidate best_target = rejection::NoCandidate();
+  int32_t flags = 0;
+  for (int32_t q = q_begin + threadIdx.x; q < q_end; q += kThreads) {
+    const int32_t x0 = 4 * q;
+    float tv[4], dv[4];
+    Load4<D>(trow, x0, in.vocab_size, vector_ok, tv);
+    if (use_draft_row) Load4<D>(drow, x0, in.vocab_size, vector_ok, dv);
+    const Philox4x32 bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(q));
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int32_t x = x0 + e;
+      if (x >= in.vocab_size) break;
+      if (check_values && !rejection::ValueIsValid(in.kind, tv[e])) flags |= 1;
+      const float p = rejection::ProbabilityOf(trp, tv[e]);
+      float qx = 0.0f;
+      if (use_draft_row) {
+        if (check_values && !rejection::ValueIsValid(in.kind, dv[e])) flags |= 2;
+        qx = rejection::ProbabilityOf(drp, dv[e]);
+      } else if (residual) {
+        qx = x == drafted ? 1.0f : 0.0f;
+      }
+      // Only tokens that can win need the logarithm.
+      const float r = residual ? rejection::ResidualWeight(p, qx) : 0.0f;
+      if (r > 0.0f || p > 0.0f) {
+        const float ex = RaceExponential(bits.v[e]);
+        if (residual) rejection::RaceOffer(best_residual, ex, r, x);
+        rejection::RaceOffer(best_target, ex, p, x);
+      }
+    }
+  }
+  WarpRace(best_residual, best_target);
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+    warp_residual[warp] = best_residual;
+    warp_target[warp] = best_target;
+  }
+  if (flags != 0) atomicOr(&block_flags, flags);
+  __syncthreads();
+  RacePartial* partials = a.scratch.partials + static_cast<int64_t>(i) * a.blocks_per_sequence;
+  if (threadIdx.x == 0) {
+    RacePartial p{warp_residual[0], warp_target[0], block_flags};
+    for (int w = 1; w < kWarps; ++w) {
+      if (rejection::RaceBeats(warp_residual[w], p.residual)) p.residual = warp_residual[w];
+      if (rejection::RaceBeats(warp_target[w], p.target)) p.target = warp_target[w];
+    }
+    partials[g] = p;
+    __threadfence();
+    const uint32_t ticket = atomicAdd(&a.scratch.seq_tickets[i], 1u);
+    is_last = ticket == static_cast<uint32_t>(a.blocks_per_sequence - 1);
+  }
+  __syncthreads();
+  if (!is_last) return;
+  // The last block of the sequence merges the G partial winners.
+  __threadfence();
+  RaceCandidate res = rejection::NoCandidate(), tgt = rejection::NoCandidate();
+  int32_t all_flags = 0;
+  for (int32_t b = threadIdx.x; b < a.blocks_per_sequence; b += kThreads) {
+    const RacePartial* src = partials + b;
+    const RaceCandidate pr{__ldcg(&src->residual.key), __ldcg(&src->residual.token)};
+    const RaceCandidate pt{__ldcg(&src->target.key), __ldcg(&src->target.token)};
+    all_flags |= __ldcg(&src->flags);
+    if (rejection::RaceBeats(pr, res)) res = pr;
+    if (rejection::RaceBeats(pt, tgt)) tgt = pt;
+  }
+  WarpRace(res, tgt);
+  if (threadIdx.x % 32 == 0) {
+    warp_residual[warp] = res;
+    warp_target[warp] = tgt;
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) block_flags = 0;
+  __syncthreads();
+  if (all_flags != 0) atomicOr(&block_flags, all_flags);
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int w = 1; w < kWarps; ++w) {
+    if (rejection::RaceBeats(warp_residual[w], warp_residual[0])) warp_residual[0] = warp_residual[w];
+    if (rejection::RaceBeats(warp_target[w], warp_target[0])) warp_target[0] = warp_target[w];
+  }
+  a.scratch.seq_tickets[i] = 0;
+  if (block_flags & 1) return WriteOutcome(a, i, gamma, kRejectionBadTargetValue, k, k, -1);
+  if (block_flags & 2) return WriteOutcome(a, i, gamma, kRejectionBadDraftValue, k, k, -1);
+  const RaceCandidate& winner = warp_residual[0].token >= 0 ? warp_residual[0] : warp_target[0];
+  if (winner.token < 0) return WriteOutcome(a, i, gamma, kRejectionEmptyTargetRow, k, k, -1);
+  WriteOutcome(a, i, gamma, kRejectionOk, -1, k, winner.token);
+}
+
+template <SampleDtype D>
+cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScratch& scratch, cudaStream_t stream) {
+  const RejectionBatchInput& in = params.input;
+  const ScratchLayout layout = Carve(scratch.device, scratch.limits);
+  const int64_t num_target_rows = static_cast<int64_t>(in.total_draft_tokens) + in.num_sequences;
+  const int64_t num_draft_rows = in.has_draft_probs ? in.total_draft_tokens : 0;
+  const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
+  const bool row_pass = logits_exact || in.validate_full_rows;
+  const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
+  if (row_pass) {
+    RowPassArgs args{in, layout, num_target_rows, num_chunks,
+                     logits_exact ? RowPassMode::kNormalize : RowPassMode::kCheck};
+    const int64_t blocks = (num_target_rows + num_draft_rows) * num_chunks;
+    RowPassKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  if (logits_exact && in.any_top_k_top_p) {
+    FilterKernel<D><<<static_cast<unsigned>(num_target_rows), kFilterThreads, 0, stream>>>(FilterArgs{in, layout});
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  RaceArgs args{in, params.output, layout, num_target_rows,
+                RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms), logits_exact,
+                !logits_exact && in.validate_full_rows};
+  const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
+  AcceptRaceKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms) {
+  const int32_t wanted = (kRaceBlocksPerSm * std::max(1, num_sms) + num_sequences - 1) / std::max(1, num_sequences);
+  return std::clamp(wanted, 1, MaxRaceBlocks(vocab_size));
+}
+
+size_t RejectionScratchBytes(const RejectionScratchLimits& limits) { return Carve(nullptr, limits).bytes; }
+
+cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const RejectionScratchLimits& limits,
+                                 cudaStream_t stream, RejectionScratch* scratch) {
+  if (scratch == nullptr || device_memory == nullptr || limits.max_sequences < 1 || limits.max_vocab_size < 1 ||
+      limits.max_vocab_size > (1 << 20) || limits.max_total_draft_tokens < limits.max_sequences ||
+      bytes < RejectionScratchBytes(limits)) {
+    return cudaErrorInvalidValue;
+  }
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  int sms = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) {
+    return e;
+  }
+  // Tickets start at zero; every launch leaves them at zero again.
+  if (cudaError_t e = cudaMemsetAsync(device_memory, 0, TicketBytes(limits), stream); e != cudaSuccess) return e;
+  *scratch = RejectionScratch{device_memory, bytes, limits, sms};
+  return cudaSuccess;
+}
+
+cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const RejectionScratch& scratch,
+                                  cudaStream_t stream) {
+  const RejectionBatchInput& in = params.input;
+  if (in.num_sequences == 0) return cudaSuccess;
+  if (scratch.device == nullptr || in.num_sequences > scratch.limits.max_sequences ||
+      in.total_draft_tokens > scratch.limits.max_total_draft_tokens ||
+      in.vocab_size > scratch.limits.max_vocab_size || in.vocab_size < 1) {
+    return cudaErrorInvalidValue;
+  }
+  switch (in.dtype) {
+    case SampleDtype::kFloat32: return LaunchTyped<SampleDtype::kFloat32>(params, scratch, stream);
+    case SampleDtype::kFloat16: return LaunchTyped<SampleDtype::kFloat16>(params, scratch, stream);
+    case SampleDtype::kBFloat16: return LaunchTyped<SampleDtype::kBFloat16>(params, scratch, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace specverify

@@ -1,0 +1,77 @@
+// CUDA rejection-sampling verification (rejection_params.h, docs/SAMPLING.md).
+// Produces the same tokens as ReferenceRejectionSample for the same inputs
+// (tests/kernels/sampling/rejection_cuda_test.cc).
+//
+// Work per batch (seed 004: acceptance needs two scalars per position; only
+// one row per sequence is swept):
+//   probabilities / sigmoid: ONE launch. Grid (G, b): every block of sequence
+//     i decides acceptance from the 2 * gamma_i scalars (warp 0, lane-parallel
+//     over positions), then races over 1/G of the recovery-or-bonus row; the
+//     last block to finish (atomic ticket in scratch, reset by that block, so
+//     graph replays need no memset) merges the G partial winners and writes
+//     the outputs. G is chosen so that about 4 blocks per SM exist even at b=1.
+//   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
+//     every target and draft row, online max + fixed-order double sum; the
+//     last chunk of a row combines the row), then, with top-k/top-p, a filter
+//     pass (one block per target row, radix select), then the launch above.
+//   validate_full_rows: the check pass (same shape as the normalizer pass) over
+//     every row first.
+// Bad inputs (draft id outside [0, V), NaN/Inf/negative values read) end up
+// in output.status_codes / error_positions: no extra synchronization; the
+// host converts them with RejectionOutcomeStatus after its one result copy.
+//
+// Graph-capturable: no allocation, no synchronization, no host reads of
+// device memory.
+#ifndef SPECVERIFY_KERNELS_SAMPLING_REJECTION_SAMPLE_H_
+#define SPECVERIFY_KERNELS_SAMPLING_REJECTION_SAMPLE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/sampling/rejection_params.h"
+
+namespace specverify {
+
+// What the scratch must hold; the largest batch the executor will form.
+struct RejectionScratchLimits {
+  int32_t max_sequences = 0;          // b
+  int32_t max_total_draft_tokens = 0; // offsets[b]
+  int32_t max_vocab_size = 0;         // V
+};
+
+// Device scratch, sized and zeroed once at start-up. Not shareable between
+// concurrently running launches (it holds per-sequence tickets).
+struct RejectionScratch {
+  void* device = nullptr;
+  size_t bytes = 0;
+  RejectionScratchLimits limits;
+  int32_t num_sms = 0;  // of the device the scratch was initialized on
+};
+
+// Bytes of device memory LaunchRejectionSample needs for batches within
+// `limits`.
+size_t RejectionScratchBytes(const RejectionScratchLimits& limits);
+
+// Adopts `device_memory` (at least RejectionScratchBytes(limits) bytes,
+// 256-byte aligned, e.g. from cudaMalloc), zeroes its tickets on `stream` and
+// records the current device's SM count. Call once at start-up.
+cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const RejectionScratchLimits& limits,
+                                 cudaStream_t stream, RejectionScratch* scratch);
+
+// Enqueues the verification of one batch on `stream`.
+// REQUIRES: every pointer of params is device memory; the batch passed
+// ValidateRejectionBatch on its host copy; it fits scratch.limits.
+// Returns cudaErrorInvalidValue for a batch outside the scratch limits, else
+// the launch status. Per-sequence input errors are reported in the outputs.
+cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const RejectionScratch& scratch,
+                                  cudaStream_t stream);
+
+// Blocks per sequence the race uses for this batch (exposed for the benchmark
+// report).
+int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms);
+
+}  // namespace specverify
+
+#endif  // SPECVERIFY_KERNELS_SAMPLING_REJECTION_SAMPLE_H_

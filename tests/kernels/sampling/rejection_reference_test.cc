@@ -1,0 +1,385 @@
+// Semantics and edge cases of the CPU rejection-sampling reference, and the
+// host validator's statuses.
+#include "kernels/sampling/rejection_reference.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/sampling/rejection_validate.h"
+#include "kernels/workload/sampling_workload.h"
+#include "tests/kernels/sampling/sampling_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify {
+namespace {
+
+using ::specverify::testing::ExplicitBatch;
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+struct ReferenceRun {
+  RejectionHostOutputs out;
+  absl::Status validation;
+  absl::Status outcome;
+};
+
+ReferenceRun RunReference(const RejectionBatchInput& in) {
+  ReferenceRun r{RejectionHostOutputs(in.num_sequences, 0xAB), absl::OkStatus(), absl::OkStatus()};
+  const RejectionSampleParams params{in, r.out.view()};
+  r.validation = ValidateRejectionBatch(params);
+  if (!r.validation.ok()) return r;
+  ReferenceRejectionSample(params);
+  r.outcome = RejectionOutcomeStatus(r.out.status_codes.data(), r.out.error_positions.data(), in.num_sequences);
+  return r;
+}
+
+SequenceSamplingParams Seq(uint64_t seed, int32_t index) {
+  SequenceSamplingParams s;
+  s.seed = seed;
+  s.sequence_index = index;
+  return s;
+}
+
+TEST(RejectionReferenceTest, IdenticalDistributionsAcceptEverything) {
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, true);
+  const std::vector<float> p = {0.1f, 0.2f, 0.3f, 0.4f};
+  for (int32_t i = 0; i < 200; ++i) batch.Add({p, p, p, p}, {p, p, p}, {i % 4, (i + 1) % 4, 3}, Seq(5, i));
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.validation, IsOk());
+  ASSERT_THAT(r.outcome, IsOk());
+  for (int32_t i = 0; i < 200; ++i) {
+    EXPECT_EQ(r.out.accepted_lengths[i], 3) << "sequence " << i;
+    EXPECT_EQ(r.out.mismatch[i], 0);
+    EXPECT_GE(r.out.next_tokens[i], 0);
+  }
+}
+
+TEST(RejectionReferenceTest, DisjointSupportsRejectAtOnceAndSampleTheTargetSupport) {
+  ExplicitBatch batch(6, SampleValueKind::kProbabilities, SampleDtype::kFloat32, true);
+  const std::vector<float> p = {0.5f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f};
+  const std::vector<float> q = {0.0f, 0.0f, 0.25f, 0.25f, 0.25f, 0.25f};
+  for (int32_t i = 0; i < 200; ++i) batch.Add({p, p}, {q}, {2 + i % 4}, Seq(9, i));
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.outcome, IsOk());
+  for (int32_t i = 0; i < 200; ++i) {
+    EXPECT_EQ(r.out.accepted_lengths[i], 0);
+    EXPECT_EQ(r.out.mismatch[i], 1);
+    EXPECT_THAT(r.out.next_tokens[i], ::testing::AnyOf(0, 1));
+  }
+}
+
+TEST(RejectionReferenceTest, ZeroTargetProbabilityIsNeverAcceptedEvenWithZeroDraftProbability) {
+  // q(x) == 0 for the drafted token: the ratio counts as +inf when p > 0
+  // (accept) and the token is rejected when p == 0.
+  ExplicitBatch batch(3, SampleValueKind::kProbabilities, SampleDtype::kFloat32, true);
+  const std::vector<float> p_zero = {0.0f, 0.5f, 0.5f};
+  const std::vector<float> p_pos = {0.2f, 0.4f, 0.4f};
+  const std::vector<float> q = {0.0f, 0.5f, 0.5f};
+  for (int32_t i = 0; i < 100; ++i) batch.Add({p_zero, p_zero}, {q}, {0}, Seq(3, i));
+  for (int32_t i = 0; i < 100; ++i) batch.Add({p_pos, p_pos}, {q}, {0}, Seq(3, 100 + i));
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.outcome, IsOk());
+  for (int32_t i = 0; i < 100; ++i) {
+    EXPECT_EQ(r.out.accepted_lengths[i], 0);
+    EXPECT_NE(r.out.next_tokens[i], 0);
+    EXPECT_EQ(r.out.accepted_lengths[100 + i], 1);
+  }
+}
+
+TEST(RejectionReferenceTest, OneHotDraftAcceptsWithTheTargetProbability) {
+  // No draft probabilities: q is one-hot, so x is accepted w.p. p(x) and the
+  // recovery never returns x itself.
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, false);
+  const std::vector<float> p = {0.7f, 0.1f, 0.1f, 0.1f};
+  constexpr int32_t kN = 4000;
+  for (int32_t i = 0; i < kN; ++i) batch.Add({p, p}, {}, {0}, Seq(11, i));
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.outcome, IsOk());
+  int32_t accepted = 0;
+  for (int32_t i = 0; i < kN; ++i) {
+    accepted += r.out.accepted_lengths[i];
+    if (r.out.accepted_lengths[i] == 0) {
+      EXPECT_NE(r.out.next_tokens[i], 0);
+    }
+  }
+  // Binomial(4000, 0.7): sd 29; 5 sd bound.
+  EXPECT_NEAR(accepted, 2800, 5 * 29);
+}
+
+TEST(RejectionReferenceTest, ZeroResidualFallsBackToTheTargetRow) {
+  // p = q / 2 elementwise (rows not normalized alike): acceptance 1/2, and
+  // max(0, p - q) is all zero, so the documented fallback samples p.
+  ExplicitBatch batch(2, SampleValueKind::kProbabilities, SampleDtype::kFloat32, true);
+  const std::vector<float> q = {0.5f, 0.5f};
+  const std::vector<float> p = {0.25f, 0.25f};
+  for (int32_t i = 0; i < 400; ++i) batch.Add({p, p}, {q}, {i % 2}, Seq(21, i));
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.outcome, IsOk());
+  int32_t rejected = 0;
+  for (int32_t i = 0; i < 400; ++i) {
+    if (r.out.accepted_lengths[i] == 0) {
+      ++rejected;
+      EXPECT_THAT(r.out.next_tokens[i], ::testing::AnyOf(0, 1));
+    }
+  }
+  EXPECT_NEAR(rejected, 200, 5 * 10);
+}
+
+TEST(RejectionReferenceTest, GreedyTemperatureZeroMatchesArgmax) {
+  ExplicitBatch batch(5, SampleValueKind::kLogits, SampleDtype::kFloat32, true);
+  const std::vector<float> z0 = {0.0f, 3.0f, 1.0f, 3.0f, -1.0f};  // argmax 1 (lowest of the tie)
+  const std::vector<float> z1 = {4.0f, 0.0f, 0.0f, 0.0f, 0.0f};   // argmax 0
+  const std::vector<float> z2 = {0.0f, 0.0f, 0.0f, 0.0f, 9.0f};   // argmax 4
+  SequenceSamplingParams greedy = Seq(1, 0);
+  greedy.temperature = 0.0f;
+  batch.Add({z0, z1, z2}, {z2, z2}, {1, 0}, greedy);  // all accepted: bonus argmax(z2)
+  greedy.sequence_index = 1;
+  batch.Add({z0, z1, z2}, {z2, z2}, {1, 2}, greedy);  // rejected at 1: argmax(z1)
+  greedy.sequence_index = 2;
+  batch.Add({z0, z1, z2}, {z2, z2}, {3, 0}, greedy);  // tie loser rejected at 0
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.outcome, IsOk());
+  EXPECT_EQ(r.out.accepted_lengths[0], 2);
+  EXPECT_EQ(r.out.next_tokens[0], 4);
+  EXPECT_EQ(r.out.accepted_lengths[1], 1);
+  EXPECT_EQ(r.out.next_tokens[1], 0);
+  EXPECT_EQ(r.out.accepted_lengths[2], 0);
+  EXPECT_EQ(r.out.next_tokens[2], 1);
+}
+
+TEST(RejectionReferenceTest, TopKNeverEmitsTokensOutsideTheKept) {
+  ExplicitBatch batch(6, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+  const std::vector<float> z = {1.0f, 2.0f, 3.0f, 0.5f, 2.5f, 0.0f};  // top-2: tokens 2, 4
+  SequenceSamplingParams s = Seq(4, 0);
+  s.top_k = 2;
+  for (int32_t i = 0; i < 300; ++i) {
+    s.sequence_index = i;
+    batch.Add({z, z}, {}, {i % 6}, s);
+  }
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.outcome, IsOk());
+  for (int32_t i = 0; i < 300; ++i) {
+    if (i % 6 != 2 && i % 6 != 4) {
+      EXPECT_EQ(r.out.accepted_lengths[i], 0) << i;
+    }
+    EXPECT_THAT(r.out.next_tokens[i], ::testing::AnyOf(2, 4)) << i;
+  }
+}
+
+TEST(RejectionReferenceTest, TopPKeepsTheSmallestSetReachingTheMass) {
+  // softmax of log(0.5, 0.3, 0.15, 0.05): top_p 0.75 keeps {0, 1} (0.5 < 0.75,
+  // 0.8 >= 0.75 stops before token 2).
+  ExplicitBatch batch(4, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+  const std::vector<float> z = {std::log(0.5f), std::log(0.3f), std::log(0.15f), std::log(0.05f)};
+  SequenceSamplingParams s = Seq(8, 0);
+  s.top_p = 0.75f;
+  for (int32_t i = 0; i < 300; ++i) {
+    s.sequence_index = i;
+    batch.Add({z, z}, {}, {2 + i % 2}, s);
+  }
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.outcome, IsOk());
+  for (int32_t i = 0; i < 300; ++i) {
+    EXPECT_EQ(r.out.accepted_lengths[i], 0);
+    EXPECT_THAT(r.out.next_tokens[i], ::testing::AnyOf(0, 1));
+  }
+}
+
+TEST(RejectionReferenceTest, OutcomeDoesNotDependOnBatchComposition) {
+  SamplingWorkloadOptions o;
+  o.num_sequences = 12;
+  o.vocab_size = 300;
+  o.gamma_min = 1;
+  o.gamma_max = 6;
+  o.shape = DistributionShape::kMixed;
+  o.sequences_per_request = 3;
+  auto w = GenerateSamplingWorkload(o);
+  ASSERT_TRUE(w.ok());
+  const ReferenceRun full = RunReference(w->input());
+  ASSERT_THAT(full.outcome, IsOk());
+  // The same sequences alone (a batch of one each) give the same results.
+  for (int32_t i = 0; i < o.num_sequences; ++i) {
+    RejectionBatchInput one = w->input();
+    const int32_t first = w->draft_offsets[i];
+    const int32_t offsets[2] = {0, w->gamma(i)};
+    one.num_sequences = 1;
+    one.total_draft_tokens = w->gamma(i);
+    one.draft_offsets = offsets;
+    one.draft_tokens = w->draft_tokens.data() + first;
+    one.target_values = w->target_values.data() + (static_cast<int64_t>(first) + i) * o.vocab_size * 4;
+    one.draft_values = w->draft_values.data() + static_cast<int64_t>(first) * o.vocab_size * 4;
+    one.sequences = w->sequences.data() + i;
+    const ReferenceRun single = RunReference(one);
+    ASSERT_THAT(single.outcome, IsOk());
+    EXPECT_EQ(single.out.accepted_lengths[0], full.out.accepted_lengths[i]) << "sequence " << i;
+    EXPECT_EQ(single.out.next_tokens[0], full.out.next_tokens[i]) << "sequence " << i;
+  }
+}
+
+TEST(RejectionReferenceTest, EveryDtypeAndKindRunsOnTheWorkloadShapes) {
+  for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kFloat16, SampleDtype::kBFloat16}) {
+    for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+      for (bool draft : {true, false}) {
+        SamplingWorkloadOptions o;
+        o.num_sequences = 8;
+        o.vocab_size = 5000;
+        o.gamma_min = 1;
+        o.gamma_max = 8;
+        o.dtype = dtype;
+        o.kind = kind;
+        o.has_draft_probs = draft;
+        o.shape = DistributionShape::kMixed;
+        o.seed = 77;
+        auto w = GenerateSamplingWorkload(o);
+        ASSERT_TRUE(w.ok());
+        const ReferenceRun r = RunReference(w->input());
+        ASSERT_THAT(r.validation, IsOk());
+        ASSERT_THAT(r.outcome, IsOk());
+        for (int32_t i = 0; i < o.num_sequences; ++i) {
+          EXPECT_GE(r.out.accepted_lengths[i], 0);
+          EXPECT_LE(r.out.accepted_lengths[i], w->gamma(i));
+          EXPECT_GE(r.out.next_tokens[i], 0);
+          EXPECT_LT(r.out.next_tokens[i], o.vocab_size);
+          EXPECT_EQ(r.out.mismatch[i], r.out.accepted_lengths[i] < w->gamma(i) ? 1 : 0);
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------- bad inputs --
+
+TEST(RejectionValidateTest, DraftTokenOutOfRangeNamesSequenceAndPosition) {
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, false);
+  const std::vector<float> p = {0.25f, 0.25f, 0.25f, 0.25f};
+  batch.Add({p, p}, {}, {1}, Seq(1, 0));
+  batch.Add({p, p, p}, {}, {0, 4}, Seq(1, 1));
+  const ReferenceRun r = RunReference(batch.input());
+  EXPECT_THAT(r.validation, StatusIs(absl::StatusCode::kInvalidArgument,
+                                     HasSubstr("sequence 1: draft_tokens[1] is 4, outside [0, 4)")));
+}
+
+TEST(RejectionValidateTest, BadSamplingParametersAreRejected) {
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, false);
+  const std::vector<float> p = {0.25f, 0.25f, 0.25f, 0.25f};
+  SequenceSamplingParams s = Seq(1, 0);
+  s.top_k = 2;  // probabilities: the caller applies top-k
+  batch.Add({p, p}, {}, {1}, s);
+  EXPECT_THAT(RunReference(batch.input()).validation,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence 0: sampling parameters")));
+
+  ExplicitBatch logits(4, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+  SequenceSamplingParams t = Seq(1, 0);
+  t.temperature = -1.0f;
+  logits.Add({p, p}, {}, {1}, t);
+  EXPECT_THAT(RunReference(logits.input()).validation,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("temperature -1")));
+  ExplicitBatch top_p_zero(4, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+  SequenceSamplingParams u = Seq(1, 0);
+  u.top_p = 0.0f;  // the proto's "0 = all" is mapped to 1 by the server before this layer
+  top_p_zero.Add({p, p}, {}, {1}, u);
+  EXPECT_THAT(RunReference(top_p_zero.input()).validation,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("top_p 0")));
+}
+
+TEST(RejectionValidateTest, SigmoidRequiresLogitsAndOrderedConstants) {
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, false);
+  const std::vector<float> p = {0.25f, 0.25f, 0.25f, 0.25f};
+  batch.Add({p, p}, {}, {1}, Seq(1, 0));
+  EXPECT_THAT(RunReference(batch.input(SampleMethod::kSigmoid)).validation,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("requires LOGITS")));
+  ExplicitBatch logits(4, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+  logits.Add({p, p}, {}, {1}, Seq(1, 0));
+  RejectionBatchInput in = logits.input(SampleMethod::kSigmoid);
+  in.sigmoid_alpha = 5.0f;
+  in.sigmoid_beta = 1.0f;
+  RejectionHostOutputs out(1, 0);
+  EXPECT_THAT(ValidateRejectionBatch(RejectionSampleParams{in, out.view()}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sigmoid_alpha")));
+}
+
+TEST(RejectionOutcomeTest, NaNInADraftedTargetProbabilityIsInvalidArgument) {
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, true);
+  const std::vector<float> p = {0.25f, 0.25f, 0.25f, 0.25f};
+  std::vector<float> bad = p;
+  bad[2] = kNaN;
+  batch.Add({p, p}, {p}, {1}, Seq(1, 0));
+  batch.Add({p, p, bad, p}, {p, p, p}, {0, 1, 2}, Seq(1, 1));
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.validation, IsOk());
+  EXPECT_THAT(r.outcome, StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("sequence 1, position 2: target: target value is NaN")));
+  EXPECT_EQ(r.out.status_codes[0], kRejectionOk);
+  EXPECT_EQ(r.out.status_codes[1], kRejectionBadTargetValue);
+  EXPECT_EQ(r.out.next_tokens[1], -1);
+  EXPECT_EQ(r.out.accepted_lengths[1], 0);
+}
+
+TEST(RejectionOutcomeTest, NegativeOrInfiniteDraftProbabilityIsInvalidArgument) {
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, true);
+  const std::vector<float> p = {0.25f, 0.25f, 0.25f, 0.25f};
+  std::vector<float> negative = p;
+  negative[1] = -0.25f;
+  std::vector<float> infinite = p;
+  infinite[0] = kInf;
+  batch.Add({p, p}, {negative}, {1}, Seq(1, 0));
+  batch.Add({p, p}, {infinite}, {0}, Seq(1, 1));
+  const ReferenceRun r = RunReference(batch.input());
+  EXPECT_THAT(r.outcome, StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("sequence 0, position 0: draft")));
+  EXPECT_EQ(r.out.status_codes[1], kRejectionBadDraftValue);
+}
+
+TEST(RejectionOutcomeTest, InfiniteLogitAnywhereInARowIsInvalidArgument) {
+  // Logits need the row normalizer, which reads every element.
+  ExplicitBatch batch(4, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+  const std::vector<float> z = {0.0f, 1.0f, 2.0f, 3.0f};
+  std::vector<float> bad = z;
+  bad[3] = -kInf;
+  batch.Add({z, bad}, {}, {1}, Seq(1, 0));
+  const ReferenceRun r = RunReference(batch.input());
+  EXPECT_THAT(r.outcome, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence 0, position 1: target")));
+}
+
+TEST(RejectionOutcomeTest, FullRowCheckCatchesWhatTheSamplerDoesNotRead) {
+  ExplicitBatch batch(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, true);
+  const std::vector<float> p = {0.25f, 0.25f, 0.25f, 0.25f};
+  std::vector<float> bad = p;
+  bad[3] = kNaN;  // in the draft row, never read: the drafted token is 0 and p == q accepts
+  batch.Add({p, p}, {bad}, {0}, Seq(1, 0));
+  RejectionBatchInput in = batch.input();
+  const ReferenceRun lazy = RunReference(in);
+  EXPECT_THAT(lazy.outcome, IsOk());
+  in.validate_full_rows = true;
+  const ReferenceRun full = RunReference(in);
+  EXPECT_THAT(full.outcome, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence 0, position 0: draft")));
+
+  ExplicitBatch zero(4, SampleValueKind::kProbabilities, SampleDtype::kFloat32, false);
+  const std::vector<float> nothing = {0.0f, 0.0f, 0.0f, 0.0f};
+  zero.Add({p, nothing}, {}, {0}, Seq(1, 0));
+  RejectionBatchInput zin = zero.input();
+  zin.validate_full_rows = true;
+  EXPECT_THAT(RunReference(zin).outcome,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("position 1: target or draft row")));
+}
+
+TEST(RejectionOutcomeTest, AllZeroRowToSampleFromIsInvalidArgument) {
+  ExplicitBatch batch(3, SampleValueKind::kProbabilities, SampleDtype::kFloat32, false);
+  const std::vector<float> p = {0.0f, 1.0f, 0.0f};
+  const std::vector<float> nothing = {0.0f, 0.0f, 0.0f};
+  batch.Add({p, nothing}, {}, {1}, Seq(1, 0));  // accepted (p = 1), bonus row empty
+  const ReferenceRun r = RunReference(batch.input());
+  EXPECT_THAT(r.outcome, StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("sequence 0, position 1: target: target row to sample from")));
+}
+
+}  // namespace
+}  // namespace specverify

@@ -1,0 +1,112 @@
+// Philox known answers, the open-interval uniforms, and the accuracy of the
+// bit-reproducible exp/log and half-precision conversions.
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "gtest/gtest.h"
+#include "kernels/sampling/det_math.h"
+#include "kernels/sampling/philox.h"
+
+namespace specverify {
+namespace {
+
+struct Kat {
+  uint32_t counter[4];
+  uint32_t key[2];
+  uint32_t expected[4];
+};
+
+// Random123 tests/kat_vectors, the three "philox4x32 10" lines.
+constexpr Kat kPhiloxKats[] = {
+    {{0, 0, 0, 0}, {0, 0}, {0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}},
+    {{0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff},
+     {0xffffffff, 0xffffffff},
+     {0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}},
+    {{0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344},
+     {0xa4093822, 0x299f31d0},
+     {0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}},
+};
+
+TEST(PhiloxTest, MatchesRandom123KnownAnswers) {
+  for (const Kat& kat : kPhiloxKats) {
+    const Philox4x32 out = Philox4x32_10(
+        Philox4x32{{kat.counter[0], kat.counter[1], kat.counter[2], kat.counter[3]}}, kat.key[0], kat.key[1]);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(out.v[i], kat.expected[i]) << "word " << i;
+  }
+}
+
+TEST(PhiloxTest, UniformsLieStrictlyInsideTheUnitInterval) {
+  EXPECT_GT(UniformOpenFloat(0u), 0.0f);
+  EXPECT_LT(UniformOpenFloat(0xffffffffu), 1.0f);
+  EXPECT_EQ(UniformOpenFloat(0u), 0x1.0p-24f);
+  EXPECT_EQ(UniformOpenFloat(0xffffffffu), 1.0f - 0x1.0p-24f);
+  EXPECT_GT(UniformOpenDouble(0u, 0u), 0.0);
+  EXPECT_LT(UniformOpenDouble(0xffffffffu, 0xffffffffu), 1.0);
+  // -log u is finite and positive at both ends.
+  EXPECT_GT(RaceExponential(0xffffffffu), 0.0f);
+  EXPECT_TRUE(std::isfinite(RaceExponential(0u)));
+}
+
+TEST(PhiloxTest, KeyingSeparatesSeedsSequencesPositionsAndStreams) {
+  const double base = AcceptCoin(7, 0, 0);
+  EXPECT_NE(base, AcceptCoin(8, 0, 0));
+  EXPECT_NE(base, AcceptCoin(7, 1, 0));
+  EXPECT_NE(base, AcceptCoin(7, 0, 1));
+  EXPECT_NE(RaceBits(7, 0, 0, 0).v[0], Philox4x32_10(Philox4x32{{0, 0, 0, kStreamAcceptCoin}}, 7, 0).v[0]);
+  // The high word of the seed matters.
+  EXPECT_NE(AcceptCoin(7, 0, 0), AcceptCoin(7 + (uint64_t{1} << 32), 0, 0));
+}
+
+TEST(DetMathTest, ExpWithinTwoUlpOverTheSoftmaxRange) {
+  double worst = 0.0;
+  for (float x = -103.0f; x <= 0.0f; x += 0.0137f) {
+    const double truth = std::exp(static_cast<double>(x));
+    const float got = detmath::ExpDet(x);
+    if (truth < 1e-37) continue;  // subnormal results: absolute error below 1e-45 is all that matters
+    const double ulp = std::nextafter(static_cast<float>(truth), 2.0f * static_cast<float>(truth) + 1.0f) -
+                       static_cast<float>(truth);
+    worst = std::max(worst, std::abs(got - truth) / ulp);
+  }
+  EXPECT_LE(worst, 2.0);
+  EXPECT_EQ(detmath::ExpDet(0.0f), 1.0f);
+  EXPECT_EQ(detmath::ExpDet(-200.0f), 0.0f);
+  EXPECT_TRUE(std::isinf(detmath::ExpDet(100.0f)));
+  EXPECT_GT(detmath::ExpDet(-100.0f), 0.0f);  // subnormal range handled
+}
+
+TEST(DetMathTest, LogWithinTwoUlpOnTheUniforms) {
+  double worst = 0.0;
+  for (uint32_t bits = 0; bits < 0xffffffffu - (1u << 20); bits += (1u << 20) + 12345u) {
+    const float u = UniformOpenFloat(bits);
+    const double truth = std::log(static_cast<double>(u));
+    const float got = detmath::LogDet(u);
+    const float t = static_cast<float>(truth);
+    const double ulp = std::abs(std::nextafter(t, 0.0f) - t);
+    if (ulp == 0.0) continue;
+    worst = std::max(worst, std::abs(got - truth) / ulp);
+  }
+  EXPECT_LE(worst, 2.0);
+}
+
+TEST(DetMathTest, HalfConversionsRoundTripEveryPattern) {
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    const auto bits = static_cast<uint16_t>(h);
+    const float f16 = detmath::Float16BitsToFloat(bits);
+    if (!std::isnan(f16)) {
+      ASSERT_EQ(detmath::FloatToFloat16Bits(f16), bits) << std::hex << h;
+    }
+    const float bf = detmath::BFloat16BitsToFloat(bits);
+    if (!std::isnan(bf)) {
+      ASSERT_EQ(detmath::FloatToBFloat16Bits(bf), bits) << std::hex << h;
+    }
+  }
+  // Round to nearest even between representable halves.
+  EXPECT_EQ(detmath::Float16BitsToFloat(detmath::FloatToFloat16Bits(1.0f + 0x1.0p-11f)), 1.0f);
+  EXPECT_EQ(detmath::Float16BitsToFloat(detmath::FloatToFloat16Bits(1.0f + 0x1.8p-11f)), 1.0f + 0x1.0p-10f);
+  EXPECT_EQ(detmath::Float16BitsToFloat(detmath::FloatToFloat16Bits(70000.0f)),
+            std::numeric_limits<float>::infinity());
+}
+
+}  // namespace
+}  // namespace specverify

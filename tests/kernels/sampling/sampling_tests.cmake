@@ -1,0 +1,13 @@
+# Rejection sampling tests (issue #8). Included OPTIONAL by tests/kernels/CMakeLists.txt.
+specverify_test(sampling_math_test
+  SOURCES sampling/sampling_math_test.cc
+  LIBS specverify_sampling_cpu
+  LABELS kernels sampling)
+specverify_test(rejection_reference_test
+  SOURCES sampling/rejection_reference_test.cc
+  LIBS specverify_sampling_workload
+  LABELS kernels sampling)
+specverify_test(rejection_stats_test
+  SOURCES sampling/rejection_stats_test.cc
+  LIBS specverify_sampling_workload
+  LABELS kernels sampling)
