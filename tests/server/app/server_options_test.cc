@@ -1,0 +1,74 @@
+#include "server/app/server_options.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify::server {
+namespace {
+
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::HasSubstr;
+constexpr auto kInvalid = absl::StatusCode::kInvalidArgument;
+
+TEST(ServerOptionsTest, DefaultsAreValid) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->metrics_address, "0.0.0.0:9401");
+  EXPECT_EQ(o->device, "auto");
+}
+
+TEST(ServerOptionsTest, ParsesBothSpellingsAndForms) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags(
+      {"--max_batch_sequences=32", "--max-queue-delay-us", "500", "--device=noop",
+       "--metrics-address=", "--listen_address=127.0.0.1:0", "--max_sequences_per_request=8"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_batch_sequences, 32);
+  EXPECT_EQ(o->max_queue_delay_us, 500);
+  EXPECT_EQ(o->device, "noop");
+  EXPECT_EQ(o->metrics_address, "");
+}
+
+TEST(ServerOptionsTest, UnknownFlagIsNamed) {
+  EXPECT_THAT(ParseServerFlags({"--max_batch_seqs=3"}),
+              StatusIs(kInvalid, HasSubstr("unknown flag --max_batch_seqs")));
+  EXPECT_THAT(ParseServerFlags({"stray"}), StatusIs(kInvalid, HasSubstr("unexpected argument \"stray\"")));
+}
+
+TEST(ServerOptionsTest, InvalidValuesAreNamed) {
+  EXPECT_THAT(ParseServerFlags({"--max_batch_bytes=lots"}),
+              StatusIs(kInvalid, HasSubstr("--max_batch_bytes is \"lots\"; is not an integer")));
+  EXPECT_THAT(ParseServerFlags({"--max_draft_tokens=257"}),
+              StatusIs(kInvalid, HasSubstr("--max_draft_tokens is 257; must lie in [1, 256]")));
+  EXPECT_THAT(ParseServerFlags({"--device=tpu"}),
+              StatusIs(kInvalid, HasSubstr("--device is \"tpu\"; must be one of auto, cpu, cuda:N")));
+  EXPECT_THAT(ParseServerFlags({"--device=cuda:x"}), StatusIs(kInvalid, HasSubstr("--device")));
+  EXPECT_THAT(ParseServerFlags({"--metrics_address=nohost"}),
+              StatusIs(kInvalid, HasSubstr("--metrics_address is \"nohost\"; must be host:port")));
+  EXPECT_THAT(ParseServerFlags({"--metrics_address=0.0.0.0:70000"}),
+              StatusIs(kInvalid, HasSubstr("--metrics_address is \"0.0.0.0:70000\"; the port")));
+  EXPECT_THAT(ParseServerFlags({"--max_batch_sequences=8", "--max_sequences_per_request=9"}),
+              StatusIs(kInvalid, HasSubstr("--max_sequences_per_request is 9; must lie in [1, "
+                                           "max_batch_sequences=8]")));
+  EXPECT_THAT(ParseServerFlags({"--max_queue_sequences=10"}),
+              StatusIs(kInvalid, HasSubstr("--max_queue_sequences is 10")));
+  EXPECT_THAT(ParseServerFlags({"--kv_handle_ttl_ms=0"}),
+              StatusIs(kInvalid, HasSubstr("--kv_handle_ttl_ms is 0; must be > 0")));
+  EXPECT_THAT(ParseServerFlags({"--cpu_threads=0"}), StatusIs(kInvalid, HasSubstr("--cpu_threads is 0")));
+  EXPECT_THAT(ParseServerFlags({"--drain_timeout_ms=-1"}),
+              StatusIs(kInvalid, HasSubstr("--drain_timeout_ms is -1")));
+  EXPECT_THAT(ParseServerFlags({"--max_message_bytes=100"}),
+              StatusIs(kInvalid, HasSubstr("--max_message_bytes is 100")));
+  EXPECT_THAT(ParseServerFlags({"--cpu_threads"}), StatusIs(kInvalid, HasSubstr("--cpu_threads needs a value")));
+}
+
+TEST(ServerOptionsTest, HelpListsEveryFlagWithDefault) {
+  const std::string help = FlagsHelp();
+  EXPECT_THAT(help, HasSubstr("--metrics_address (default \"0.0.0.0:9401\")"));
+  EXPECT_THAT(help, HasSubstr("--max_queue_delay_us (default \"200\")"));
+  EXPECT_TRUE(ParseServerFlags({"--help"})->help);
+}
+
+}  // namespace
+}  // namespace specverify::server

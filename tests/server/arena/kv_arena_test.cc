@@ -1,0 +1,145 @@
+#include "server/arena/kv_arena.h"
+
+#include <cstring>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify::server {
+namespace {
+
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::HasSubstr;
+
+class KvArenaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KvArenaOptions options;
+    options.handle_ttl = absl::Milliseconds(kTtlMs);
+    options.reap_interval = absl::ZeroDuration();  // the test reaps
+    options.clock = &clock_;
+    options.metrics = &metrics_;
+    arena_ = *KvArena::Create(*HostArenaMemory::Create(kCapacity), options);
+  }
+  // Writes `bytes` copies of `value` where a backend would pack.
+  void Fill(int64_t offset, int64_t bytes, int value) {
+    std::memset(arena_->memory().base() + offset, value, bytes);
+  }
+
+  static constexpr int64_t kCapacity = 4096;
+  static constexpr int64_t kTtlMs = 1000;
+  FakeClock clock_;
+  NoopServerMetrics metrics_;
+  std::unique_ptr<KvArena> arena_;
+};
+
+TEST_F(KvArenaTest, HandleIdsAre128RandomBits) {
+  absl::StatusOr<std::string> a = NewHandleId();
+  absl::StatusOr<std::string> b = NewHandleId();
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  EXPECT_EQ(a->size(), 32u);  // 16 bytes as hex
+  EXPECT_NE(*a, *b);
+}
+
+TEST_F(KvArenaTest, PublishedRegionReadsBackItsBytes) {
+  const int64_t base = *arena_->Reserve(1024);
+  Fill(base, 512, 7);
+  Fill(base + 512, 512, 9);
+  arena_->Free(base + 512, 512);
+  absl::StatusOr<PublishedHandle> h = arena_->Publish(base, 512, 128, 4, 4);
+  ASSERT_THAT(h, IsOk());
+  EXPECT_EQ(h->expires_at, clock_.Now() + absl::Milliseconds(kTtlMs));
+  absl::StatusOr<std::shared_ptr<const KvRegion>> region = arena_->Lookup(h->id);
+  ASSERT_THAT(region, IsOk());
+  EXPECT_EQ((*region)->num_rows(), 4);
+  std::vector<std::byte> out(100);
+  ASSERT_THAT((*region)->CopyToHost(400, 100, out.data()), IsOk());
+  EXPECT_EQ(out[0], std::byte{7});
+  EXPECT_EQ(out[99], std::byte{7});
+  EXPECT_THAT((*region)->CopyToHost(500, 100, out.data()),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("outside the handle's 512")));
+  EXPECT_EQ(arena_->used_bytes(), 512);
+  EXPECT_EQ(arena_->live_handles(), 1);
+}
+
+TEST_F(KvArenaTest, ReleaseFreesAndLaterLookupsAreNotFound) {
+  const int64_t base = *arena_->Reserve(256);
+  const std::string id = arena_->Publish(base, 256, 64, 4, 4)->id;
+  EXPECT_EQ(*arena_->Release(id), 256);
+  EXPECT_EQ(arena_->used_bytes(), 0);
+  EXPECT_THAT(arena_->Lookup(id), StatusIs(absl::StatusCode::kNotFound,
+                                           HasSubstr("unknown, released or expired")));
+  EXPECT_THAT(arena_->Release(id), StatusIs(absl::StatusCode::kNotFound, HasSubstr(id)));
+  EXPECT_THAT(arena_->Lookup("00000000000000000000000000000000"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("unknown")));
+}
+
+TEST_F(KvArenaTest, ReaderKeepsBytesAliveAfterRelease) {
+  const int64_t base = *arena_->Reserve(256);
+  Fill(base, 256, 3);
+  const std::string id = arena_->Publish(base, 256, 64, 4, 4)->id;
+  std::shared_ptr<const KvRegion> reader = *arena_->Lookup(id);
+  ASSERT_THAT(arena_->Release(id), IsOk());
+  // Still allocated: a new reservation cannot land on the reader's bytes.
+  EXPECT_EQ(arena_->used_bytes(), 256);
+  const int64_t other = *arena_->Reserve(256);
+  EXPECT_GE(other, base + 256);
+  std::vector<std::byte> out(256);
+  ASSERT_THAT(reader->CopyToHost(0, 256, out.data()), IsOk());
+  EXPECT_EQ(out[255], std::byte{3});
+  reader.reset();
+  EXPECT_EQ(arena_->used_bytes(), 256);  // only `other` remains
+}
+
+TEST_F(KvArenaTest, TtlExpiryReapsWithInjectedClock) {
+  const int64_t base = *arena_->Reserve(512);
+  const std::string first = arena_->Publish(base, 256, 64, 4, 4)->id;
+  clock_.Advance(absl::Milliseconds(kTtlMs / 2));
+  const std::string second = arena_->Publish(base + 256, 256, 64, 4, 4)->id;
+  clock_.Advance(absl::Milliseconds(kTtlMs / 2));
+  // `first` is exactly at its expiry: gone even before the reaper runs.
+  EXPECT_THAT(arena_->Lookup(first), StatusIs(absl::StatusCode::kNotFound, HasSubstr(first)));
+  EXPECT_EQ(arena_->ReapExpired(), 1);
+  EXPECT_EQ(arena_->used_bytes(), 256);
+  EXPECT_THAT(arena_->Lookup(second), IsOk());
+  clock_.Advance(absl::Milliseconds(kTtlMs));
+  EXPECT_EQ(arena_->ReapExpired(), 1);
+  EXPECT_EQ(arena_->used_bytes(), 0);
+  EXPECT_EQ(arena_->live_handles(), 0);
+}
+
+TEST_F(KvArenaTest, FullArenaNeverOverwritesLiveHandles) {
+  const int64_t base = *arena_->Reserve(kCapacity);
+  arena_->Free(base + 1024, kCapacity - 1024);
+  const std::string id = arena_->Publish(base, 1024, 256, 4, 4)->id;
+  EXPECT_THAT(arena_->Reserve(kCapacity - 512),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("KV arena full")));
+  EXPECT_THAT(arena_->Lookup(id), IsOk());
+  EXPECT_THAT(arena_->Reserve(kCapacity - 1024), IsOk());
+}
+
+TEST_F(KvArenaTest, ZeroRowHandleIsValid) {
+  const std::string id = arena_->Publish(0, 0, 64, 0, 4)->id;
+  EXPECT_EQ((*arena_->Lookup(id))->bytes(), 0);
+  EXPECT_EQ(*arena_->Release(id), 0);
+}
+
+TEST(KvArenaCreateTest, RejectsBadOptions) {
+  NoopServerMetrics metrics;
+  KvArenaOptions options;
+  options.metrics = &metrics;
+  options.handle_ttl = absl::ZeroDuration();
+  EXPECT_THAT(KvArena::Create(*HostArenaMemory::Create(64), options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("TTL")));
+  options.handle_ttl = absl::Seconds(1);
+  options.metrics = nullptr;
+  EXPECT_THAT(KvArena::Create(*HostArenaMemory::Create(64), options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("metrics")));
+}
+
+}  // namespace
+}  // namespace specverify::server

@@ -1,0 +1,428 @@
+// Batcher unit tests. The batcher runs without its thread; each test drives
+// RunOnce() under a FakeClock, so timing is exact and nothing sleeps. Batches
+// execute on the (real, CPU) backend's thread; tests wait for completions.
+#include "server/batcher/batcher.h"
+
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "client/greedy_requests.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/testing/controllable_backend.h"
+#include "tests/testing/byte_compare.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify::server {
+namespace {
+
+using ::specverify::server::testing::ControllableBackend;
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr absl::Duration kDelay = absl::Microseconds(200);
+constexpr int64_t kRowBytes = 32;
+
+// A request as the RPC layer would hand it over, with its answer.
+struct Call {
+  v1::VerifyRequest request;
+  v1::VerifyResponse response;
+  absl::Notification answered;
+  absl::Status status;
+  int first_sequence = 0;
+  int num_sequences = 0;
+};
+
+class BatcherTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GreedyWorkloadOptions w;
+    w.num_sequences = 64;
+    w.gamma_min = 2;
+    w.gamma_max = 8;
+    w.row_bytes = kRowBytes;
+    w.vocab_size = 1000;
+    w.seed = 42;
+    workload_ = *GenerateGreedyWorkload(w);
+  }
+  void TearDown() override {
+    if (batcher_ != nullptr) {
+      backend_.Resume();
+      batcher_->Stop();
+    }
+  }
+
+  void Make(int32_t max_batch_sequences = 16, int64_t max_batch_bytes = 1 << 20,
+            int32_t max_queue_sequences = 64, int64_t arena_bytes = 1 << 20) {
+    KvArenaOptions a;
+    a.metrics = &metrics_;
+    a.clock = &clock_;
+    a.reap_interval = absl::ZeroDuration();
+    arena_ = *KvArena::Create(*backend_.AllocateArenaMemory(arena_bytes), a);
+    BatcherOptions o;
+    o.max_batch_sequences = max_batch_sequences;
+    o.max_batch_bytes = max_batch_bytes;
+    o.max_queue_delay = kDelay;
+    o.max_queue_sequences = max_queue_sequences;
+    o.backend = &backend_;
+    o.arena = arena_.get();
+    o.metrics = &metrics_;
+    o.clock = &clock_;
+    o.start_thread = false;
+    o.on_backend_failure = [this](const absl::Status& s) { failure_ = s; };
+    batcher_ = *Batcher::Create(o);
+  }
+
+  // Enqueues sequences [first, first + n) as one request.
+  absl::Status Enqueue(Call& call, int first, int n,
+                       v1::KvReturn kv_return = v1::KV_RETURN_HANDLE,
+                       absl::Time deadline = absl::InfiniteFuture(),
+                       std::function<bool()> cancelled = nullptr, int vocab = 0) {
+    client::GreedyRequestOptions r;
+    r.first_sequence = first;
+    r.num_sequences = n;
+    r.kv_return = kv_return;
+    call.request = *client::BuildGreedyRequest(workload_, r);
+    if (vocab > 0) {
+      for (auto& s : *call.request.mutable_sequences()) s.set_vocab_size(vocab);
+    }
+    call.first_sequence = first;
+    call.num_sequences = n;
+    auto pending = std::make_unique<PendingRequest>();
+    pending->request = &call.request;
+    pending->response = &call.response;
+    RequestLimits limits;
+    pending->shape = *ValidateVerifyRequest(call.request, limits);
+    pending->arrival = clock_.Now();
+    pending->deadline = deadline;
+    pending->is_cancelled = std::move(cancelled);
+    pending->done = [&call](absl::Status s) {
+      call.status = std::move(s);
+      call.answered.Notify();
+    };
+    return batcher_->Enqueue(std::move(pending));
+  }
+
+  absl::Status Check(const Call& call, v1::KvReturn kv_return) {
+    std::optional<std::string> fetched;
+    if (kv_return == v1::KV_RETURN_HANDLE) {
+      auto region = arena_->Lookup(call.response.kv().id());
+      if (!region.ok()) return region.status();
+      fetched.emplace((*region)->bytes(), '\0');
+      if (absl::Status s = (*region)->CopyToHost(
+              0, (*region)->bytes(), reinterpret_cast<std::byte*>(fetched->data()));
+          !s.ok()) {
+        return s;
+      }
+    }
+    client::GreedyCheckOptions c;
+    c.first_sequence = call.first_sequence;
+    c.num_sequences = call.num_sequences;
+    c.kv_return = kv_return;
+    return client::CheckGreedyResponse(
+        workload_, c, call.response,
+        fetched ? std::optional(client::AsBytes(*fetched)) : std::nullopt);
+  }
+
+  FakeClock clock_;
+  NoopServerMetrics metrics_;
+  ControllableBackend backend_;
+  std::unique_ptr<KvArena> arena_;
+  std::unique_ptr<Batcher> batcher_;
+  GreedyWorkload workload_;
+  absl::Status failure_;
+};
+
+TEST_F(BatcherTest, FlushesWhenOldestRequestReachesDelayBudget) {
+  Make();
+  Call a, b, c;
+  ASSERT_THAT(Enqueue(a, 0, 1), IsOk());
+  clock_.Advance(absl::Microseconds(50));
+  ASSERT_THAT(Enqueue(b, 1, 2), IsOk());
+  ASSERT_THAT(Enqueue(c, 3, 1), IsOk());
+  // The timer is the oldest request's budget, not the newest's.
+  EXPECT_EQ(batcher_->RunOnce(), clock_.Now() + kDelay - absl::Microseconds(50));
+  clock_.Advance(kDelay - absl::Microseconds(51));
+  batcher_->RunOnce();
+  EXPECT_TRUE(backend_.batch_sequences().empty());
+  clock_.Advance(absl::Microseconds(1));
+  EXPECT_EQ(batcher_->RunOnce(), absl::InfiniteFuture());
+  for (Call* call : {&a, &b, &c}) {
+    call->answered.WaitForNotification();
+    ASSERT_THAT(call->status, IsOk());
+    EXPECT_THAT(Check(*call, v1::KV_RETURN_HANDLE), IsOk());
+    EXPECT_EQ(call->response.timing().batch_requests(), 3);
+    EXPECT_EQ(call->response.timing().batch_sequences(), 4);
+    EXPECT_EQ(call->response.timing().path(), v1::EXECUTION_PATH_CPU);
+  }
+  EXPECT_EQ(a.response.timing().queue_ns(), 200'000);
+  EXPECT_EQ(b.response.timing().queue_ns(), 150'000);
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(4));
+}
+
+TEST_F(BatcherTest, FlushesAtSequenceLimitWithoutWaiting) {
+  Make(/*max_batch_sequences=*/4);
+  Call a, b;
+  ASSERT_THAT(Enqueue(a, 0, 2), IsOk());
+  batcher_->RunOnce();
+  EXPECT_TRUE(backend_.batch_sequences().empty());
+  ASSERT_THAT(Enqueue(b, 2, 2), IsOk());
+  batcher_->RunOnce();  // same instant: full, so no delay
+  a.answered.WaitForNotification();
+  b.answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(4));
+}
+
+TEST_F(BatcherTest, FlushesAtByteLimit) {
+  Call a, b;
+  Make(/*max_batch_sequences=*/64, /*max_batch_bytes=*/1);
+  // Every request alone exceeds 1 byte: each forms a batch by itself, at once.
+  ASSERT_THAT(Enqueue(a, 0, 3), IsOk());
+  ASSERT_THAT(Enqueue(b, 3, 2), IsOk());
+  batcher_->RunOnce();
+  a.answered.WaitForNotification();
+  b.answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(3, 2));
+  EXPECT_THAT(Check(a, v1::KV_RETURN_HANDLE), IsOk());
+  EXPECT_THAT(Check(b, v1::KV_RETURN_HANDLE), IsOk());
+}
+
+TEST_F(BatcherTest, NeverSplitsARequest) {
+  Make(/*max_batch_sequences=*/4);
+  Call a, b, c;
+  ASSERT_THAT(Enqueue(a, 0, 3), IsOk());
+  ASSERT_THAT(Enqueue(b, 3, 3), IsOk());
+  // 6 queued >= 4: ready, but b does not fit beside a; a goes alone. Then
+  // b + c make 4, a full batch again.
+  ASSERT_THAT(Enqueue(c, 6, 1), IsOk());
+  batcher_->RunOnce();
+  for (Call* call : {&a, &b, &c}) call->answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(3, 4));
+  EXPECT_EQ(b.response.timing().batch_requests(), 2);
+  for (Call* call : {&a, &b, &c}) EXPECT_THAT(Check(*call, v1::KV_RETURN_HANDLE), IsOk());
+}
+
+TEST_F(BatcherTest, DifferentBatchKeysNeverMerge) {
+  Make();
+  Call a, b;
+  ASSERT_THAT(Enqueue(a, 0, 2, v1::KV_RETURN_HANDLE, absl::InfiniteFuture(), nullptr, 1000), IsOk());
+  ASSERT_THAT(Enqueue(b, 2, 2, v1::KV_RETURN_HANDLE, absl::InfiniteFuture(), nullptr, 2000), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  a.answered.WaitForNotification();
+  b.answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(2, 2));
+}
+
+TEST_F(BatcherTest, InlineAndNoneReturnTheirRowsToTheArena) {
+  Make();
+  Call a, b, c;
+  ASSERT_THAT(Enqueue(a, 0, 3, v1::KV_RETURN_INLINE), IsOk());
+  ASSERT_THAT(Enqueue(b, 3, 3, v1::KV_RETURN_HANDLE), IsOk());
+  clock_.Advance(absl::Microseconds(1));  // so the dispatch order is defined
+  ASSERT_THAT(Enqueue(c, 6, 3, v1::KV_RETURN_NONE), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  for (Call* call : {&a, &b, &c}) call->answered.WaitForNotification();
+  EXPECT_THAT(Check(a, v1::KV_RETURN_INLINE), IsOk());
+  EXPECT_THAT(Check(b, v1::KV_RETURN_HANDLE), IsOk());
+  EXPECT_THAT(Check(c, v1::KV_RETURN_NONE), IsOk());
+  // NONE is its own batch key (no rows staged): two batches.
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(6, 3));
+  // Only b's handle still holds bytes.
+  EXPECT_EQ(arena_->used_bytes(), b.response.kv().num_rows() * kRowBytes);
+  EXPECT_EQ(arena_->live_handles(), 1);
+}
+
+TEST_F(BatcherTest, ExpiredRequestIsAnsweredAndNeverExecuted) {
+  Make();
+  Call a, b;
+  ASSERT_THAT(Enqueue(a, 0, 1, v1::KV_RETURN_HANDLE, clock_.Now() + absl::Microseconds(50)), IsOk());
+  ASSERT_THAT(Enqueue(b, 1, 1), IsOk());
+  // The earliest deadline is the next timer.
+  EXPECT_EQ(batcher_->RunOnce(), clock_.Now() + absl::Microseconds(50));
+  clock_.Advance(absl::Microseconds(50));
+  batcher_->RunOnce();
+  ASSERT_TRUE(a.answered.HasBeenNotified());
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kDeadlineExceeded,
+                                 HasSubstr("in the queue; the request was not executed")));
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  b.answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(1));  // b alone
+  EXPECT_EQ(a.response.results_size(), 0);
+}
+
+TEST_F(BatcherTest, CancelledRequestIsAnsweredAndNeverExecuted) {
+  Make();
+  Call a;
+  bool cancelled = false;
+  ASSERT_THAT(Enqueue(a, 0, 2, v1::KV_RETURN_HANDLE, absl::InfiniteFuture(),
+                      [&cancelled] { return cancelled; }),
+              IsOk());
+  batcher_->RunOnce();
+  cancelled = true;
+  batcher_->RunOnce();
+  ASSERT_TRUE(a.answered.HasBeenNotified());
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
+  EXPECT_TRUE(backend_.batch_sequences().empty());
+  EXPECT_EQ(batcher_->queued_sequences(), 0);
+}
+
+TEST_F(BatcherTest, FullQueueIsResourceExhaustedImmediately) {
+  Make(/*max_batch_sequences=*/4, 1 << 20, /*max_queue_sequences=*/5);
+  Call a, b, c;
+  ASSERT_THAT(Enqueue(a, 0, 3), IsOk());
+  EXPECT_THAT(Enqueue(b, 3, 3), StatusIs(absl::StatusCode::kResourceExhausted,
+                                         HasSubstr("queue full: 3 sequences queued + 3 would "
+                                                   "exceed max_queue_sequences=5")));
+  ASSERT_THAT(Enqueue(c, 6, 2), IsOk());
+  EXPECT_FALSE(b.answered.HasBeenNotified());  // the caller answers
+  EXPECT_EQ(batcher_->queued_sequences(), 5);
+  batcher_->Stop();  // answers a and c before they go out of scope
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+  EXPECT_THAT(c.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+}
+
+TEST_F(BatcherTest, FullArenaFailsTheBatchAndKeepsLiveHandles) {
+  // Room for one small batch's upper bound, not for a large one.
+  Make(16, 1 << 20, 64, /*arena_bytes=*/16 * kRowBytes);
+  Call small;
+  ASSERT_THAT(Enqueue(small, 0, 1), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  small.answered.WaitForNotification();
+  ASSERT_THAT(small.status, IsOk());
+  Call big;
+  ASSERT_THAT(Enqueue(big, 1, 8), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  big.answered.WaitForNotification();
+  EXPECT_THAT(big.status, StatusIs(absl::StatusCode::kResourceExhausted,
+                                   HasSubstr("KV arena full")));
+  EXPECT_THAT(Check(small, v1::KV_RETURN_HANDLE), IsOk());
+  EXPECT_EQ(batcher_->in_flight_batches(), 0);
+}
+
+TEST_F(BatcherTest, KeepsAtMostTheBackendsInFlightLimit) {
+  Make(/*max_batch_sequences=*/2);
+  backend_.Pause();
+  Call calls[3];
+  for (int i = 0; i < 3; ++i) ASSERT_THAT(Enqueue(calls[i], 2 * i, 2), IsOk());
+  batcher_->RunOnce();
+  EXPECT_EQ(backend_.held_batches(), 2);  // the CPU backend allows 2
+  EXPECT_EQ(batcher_->in_flight_batches(), 2);
+  EXPECT_EQ(batcher_->queued_sequences(), 2);
+  backend_.Resume();
+  calls[0].answered.WaitForNotification();
+  calls[1].answered.WaitForNotification();
+  // Completions release their in-flight slot before answering.
+  EXPECT_EQ(batcher_->in_flight_batches(), 0);
+  batcher_->RunOnce();
+  calls[2].answered.WaitForNotification();
+  for (Call& c : calls) EXPECT_THAT(Check(c, v1::KV_RETURN_HANDLE), IsOk());
+}
+
+TEST_F(BatcherTest, DrainFlushesAtOnceAndRefusesNewRequests) {
+  Make();
+  Call a, b;
+  ASSERT_THAT(Enqueue(a, 0, 1), IsOk());
+  batcher_->StartDrain();
+  EXPECT_THAT(Enqueue(b, 1, 1), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("draining")));
+  batcher_->RunOnce();  // no delay while draining
+  a.answered.WaitForNotification();
+  EXPECT_THAT(a.status, IsOk());
+  EXPECT_TRUE(batcher_->WaitIdle(absl::Now() + absl::Seconds(5)));
+}
+
+TEST_F(BatcherTest, StopAnswersQueuedRequestsUnavailable) {
+  Make();
+  Call a;
+  ASSERT_THAT(Enqueue(a, 0, 1), IsOk());
+  batcher_->Stop();
+  ASSERT_TRUE(a.answered.HasBeenNotified());
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+}
+
+TEST_F(BatcherTest, BackendFailureFailsRequestsInternalAndIsReported) {
+  Make();
+  backend_.Fail(absl::InternalError("illegal memory access (injected)"));
+  Call a, b;
+  ASSERT_THAT(Enqueue(a, 0, 1), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  a.answered.WaitForNotification();
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kInternal,
+                                 HasSubstr("illegal memory access (injected)")));
+  EXPECT_THAT(failure_, StatusIs(absl::StatusCode::kInternal, HasSubstr("illegal memory")));
+  EXPECT_THAT(Enqueue(b, 1, 1), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("backend failed")));
+  EXPECT_EQ(arena_->used_bytes(), 0);
+}
+
+TEST_F(BatcherTest, ThreadedModeFlushesOnRealTime) {
+  // With its thread, the batcher needs no RunOnce calls (real clock here).
+  KvArenaOptions a;
+  a.metrics = &metrics_;
+  a.reap_interval = absl::ZeroDuration();
+  arena_ = *KvArena::Create(*backend_.AllocateArenaMemory(1 << 20), a);
+  BatcherOptions o;
+  o.max_queue_delay = absl::Microseconds(100);
+  o.backend = &backend_;
+  o.arena = arena_.get();
+  o.metrics = &metrics_;
+  batcher_ = *Batcher::Create(o);
+  Call calls[8];
+  for (int i = 0; i < 8; ++i) {
+    client::GreedyRequestOptions r;
+    r.first_sequence = i;
+    calls[i].request = *client::BuildGreedyRequest(workload_, r);
+    calls[i].first_sequence = i;
+    calls[i].num_sequences = 1;
+    auto pending = std::make_unique<PendingRequest>();
+    pending->request = &calls[i].request;
+    pending->response = &calls[i].response;
+    pending->shape = *ValidateVerifyRequest(calls[i].request, RequestLimits{});
+    pending->arrival = absl::Now();
+    Call* call = &calls[i];
+    pending->done = [call](absl::Status s) {
+      call->status = s;
+      call->answered.Notify();
+    };
+    ASSERT_THAT(batcher_->Enqueue(std::move(pending)), IsOk());
+  }
+  for (Call& c : calls) {
+    c.answered.WaitForNotification();
+    ASSERT_THAT(c.status, IsOk());
+    EXPECT_THAT(Check(c, v1::KV_RETURN_HANDLE), IsOk());
+  }
+}
+
+TEST(BatcherCreateTest, RejectsInconsistentOptions) {
+  ControllableBackend backend;
+  NoopServerMetrics metrics;
+  KvArenaOptions a;
+  a.metrics = &metrics;
+  a.reap_interval = absl::ZeroDuration();
+  auto arena = *KvArena::Create(*backend.AllocateArenaMemory(64), a);
+  BatcherOptions o;
+  o.backend = &backend;
+  o.arena = arena.get();
+  o.metrics = &metrics;
+  o.start_thread = false;
+  o.max_batch_sequences = 0;
+  EXPECT_THAT(Batcher::Create(o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("max_batch_sequences is 0")));
+  o.max_batch_sequences = 64;
+  o.max_queue_sequences = 32;
+  EXPECT_THAT(Batcher::Create(o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("max_queue_sequences is 32")));
+  o.max_queue_sequences = 64;
+  o.backend = nullptr;
+  EXPECT_THAT(Batcher::Create(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("backend")));
+}
+
+}  // namespace
+}  // namespace specverify::server

@@ -1,0 +1,109 @@
+// A Backend for tests: the real CPU backend behind switches to hold batches
+// (pause/resume) and to fail stickily like a faulted device. Records every
+// submitted batch's size so tests can assert how requests were merged.
+#ifndef SPECVERIFY_TESTS_SERVER_TESTING_CONTROLLABLE_BACKEND_H_
+#define SPECVERIFY_TESTS_SERVER_TESTING_CONTROLLABLE_BACKEND_H_
+
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "server/backend/backend.h"
+#include "server/backend/cpu_backend.h"
+#include "server/backend/noop_backend.h"
+
+namespace specverify::server::testing {
+
+class ControllableBackend final : public Backend {
+ public:
+  explicit ControllableBackend(bool noop = false) {
+    if (noop) {
+      inner_ = std::make_unique<NoopBackend>();
+    } else {
+      CpuBackendOptions options;
+      options.threads = 2;
+      inner_ = *CpuBackend::Create(options);
+    }
+  }
+  ~ControllableBackend() override { Shutdown(); }
+
+  BackendDescription Describe() const override { return inner_->Describe(); }
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(int64_t bytes) override {
+    return inner_->AllocateArenaMemory(bytes);
+  }
+  int max_batches_in_flight() const override { return inner_->max_batches_in_flight(); }
+
+  void Submit(std::unique_ptr<Batch> batch, BatchDone done) override {
+    {
+      absl::MutexLock lock(&mu_);
+      batch_sequences_.push_back(batch->inputs.num_sequences());
+      if (paused_) {
+        held_.push_back({std::move(batch), std::move(done)});
+        return;
+      }
+    }
+    Forward(std::move(batch), std::move(done));
+  }
+
+  absl::Status health() const override {
+    absl::MutexLock lock(&mu_);
+    return failure_;
+  }
+  void Shutdown() override {
+    Resume();
+    inner_->Shutdown();
+  }
+
+  void Pause() {
+    absl::MutexLock lock(&mu_);
+    paused_ = true;
+  }
+  void Resume() {
+    std::deque<Held> held;
+    {
+      absl::MutexLock lock(&mu_);
+      paused_ = false;
+      held.swap(held_);
+    }
+    for (Held& h : held) Forward(std::move(h.batch), std::move(h.done));
+  }
+  // Every batch completing from now on fails with `status` (sticky).
+  void Fail(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    failure_ = std::move(status);
+  }
+  std::vector<int32_t> batch_sequences() const {
+    absl::MutexLock lock(&mu_);
+    return batch_sequences_;
+  }
+  int held_batches() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int>(held_.size());
+  }
+
+ private:
+  struct Held {
+    std::unique_ptr<Batch> batch;
+    BatchDone done;
+  };
+  void Forward(std::unique_ptr<Batch> batch, BatchDone done) {
+    inner_->Submit(std::move(batch),
+                   [this, done = std::move(done)](std::unique_ptr<Batch> b, absl::Status s) {
+                     absl::Status failure = health();
+                     done(std::move(b), failure.ok() ? std::move(s) : failure);
+                   });
+  }
+
+  std::unique_ptr<Backend> inner_;
+  mutable absl::Mutex mu_;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<Held> held_ ABSL_GUARDED_BY(mu_);
+  absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  std::vector<int32_t> batch_sequences_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace specverify::server::testing
+
+#endif  // SPECVERIFY_TESTS_SERVER_TESTING_CONTROLLABLE_BACKEND_H_
