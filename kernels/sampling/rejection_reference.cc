@@ -135,10 +135,15 @@ void Filter(const RejectionBatchInput& in, const std::function<float(int32_t)>& 
       }
     }
   }
+  // The kept mass in the fixed chunk order, as the GPU's filter pass.
   double sum = 0.0;
-  for (int32_t x = 0; x < in.vocab_size; ++x) {
-    const float z = load(x);
-    if (z >= threshold) sum += rejection::LogitWeight(z, norm.max, inv_t);
+  for (int32_t begin = 0; begin < in.vocab_size; begin += rejection::kNormalizerChunk) {
+    const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
+    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) {
+                          const float z = load(x);
+                          return z >= threshold ? static_cast<double>(rejection::LogitWeight(z, norm.max, inv_t))
+                                                : 0.0;
+                        }));
   }
   norm.threshold = threshold;
   norm.sum = static_cast<float>(sum);

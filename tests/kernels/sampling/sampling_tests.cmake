@@ -11,3 +11,9 @@ specverify_test(rejection_stats_test
   SOURCES sampling/rejection_stats_test.cc
   LIBS specverify_sampling_workload
   LABELS kernels sampling)
+if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_sampling_cuda AND TARGET specverify_cuda_common)
+  specverify_test(rejection_cuda_test
+    SOURCES sampling/rejection_cuda_test.cc
+    LIBS specverify_sampling_cuda specverify_sampling_workload specverify_cuda_common
+    LABELS kernels sampling cuda)
+endif()

@@ -1,0 +1,373 @@
+// Rejection-sampling benchmark (issue #8, part 5): LaunchRejectionSample over
+// B in {1, 8, 32, 128}, gamma in {4, 8}, V in {32000, 128256, 151936}, fp32
+// probabilities and logits, side by side with two floors measured in the same
+// run: the bytes the algorithm must read (a streaming-read kernel over exactly
+// those rows, same rotation) and an empty kernel launch. Extra rows: the
+// full-row validation option, and top-k/top-p on logits.
+//
+// Timing: device time per batch with CUDA events. A spin kernel holds the
+// stream while the host queues a chunk of iterations, each between two
+// events, so the GPU runs them back to back and an event pair measures one
+// batch's device time, not the host's launch latency. >= 200 samples after
+// 20 warm-up launches; median and p95. Inputs rotate among enough copies that
+// all copies together exceed twice the 50 MB L2 (at most 64 copies).
+//
+// Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
+// Without a CUDA device it says so and exits 0.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "kernels/sampling/rejection_sample.h"
+#include "kernels/sampling/rejection_validate.h"
+#include "kernels/workload/sampling_workload.h"
+
+namespace specverify::bench {
+namespace {
+
+#define BENCH_CUDA(expr)                                                                       \
+  do {                                                                                         \
+    const cudaError_t bench_error_ = (expr);                                                   \
+    if (bench_error_ != cudaSuccess) {                                                         \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #expr,                      \
+                   cudaGetErrorString(bench_error_));                                          \
+      std::exit(1);                                                                            \
+    }                                                                                          \
+  } while (0)
+
+constexpr int kWarmup = 20;
+constexpr int kChunk = 25;
+constexpr int64_t kSpinCycles = 2'000'000;  // ~1 ms: longer than the host needs to queue a chunk
+constexpr int kMaxCopies = 64;
+constexpr int64_t kRotationBytes = int64_t{100} << 20;  // 2 x the H100's 50 MB L2
+constexpr int32_t kUniqueSequences = 4;  // generated; the batch tiles them (new sequence indices)
+
+__global__ void EmptyKernel() {}
+
+__global__ void SpinKernel(int64_t cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// Streams `rows` rows of `vocab` floats (row r at rows_index[r]) and writes
+// one sum per block: the read floor of the bytes the sampler must touch.
+__global__ void ReadRowsKernel(const float* __restrict__ base, const int64_t* __restrict__ row_index, int32_t vocab,
+                               int32_t blocks_per_row, float* __restrict__ sink) {
+  const int32_t row = blockIdx.x / blocks_per_row;
+  const int32_t part = blockIdx.x % blocks_per_row;
+  const float4* p = reinterpret_cast<const float4*>(base + row_index[row] * vocab);
+  const int32_t quads = vocab / 4;
+  const int32_t per = (quads + blocks_per_row - 1) / blocks_per_row;
+  const int32_t end = min(quads, (part + 1) * per);
+  float acc = 0.0f;
+  for (int32_t q = part * per + threadIdx.x; q < end; q += blockDim.x) {
+    const float4 v = __ldg(p + q);
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 123.456f) sink[blockIdx.x] = acc;  // keeps the loads; never true for these inputs
+}
+
+struct Options {
+  std::string csv_path = "rejection_bench.csv";
+  int runs = 200;
+  bool quick = false;
+};
+
+struct Stats {
+  double median_us = 0, p95_us = 0, mean_us = 0;
+};
+
+Stats TimeIt(const std::function<void(int)>& run, int copies, int runs, cudaStream_t stream) {
+  for (int i = 0; i < kWarmup; ++i) run(i % copies);
+  std::vector<cudaEvent_t> events(kChunk + 1);
+  for (cudaEvent_t& e : events) BENCH_CUDA(cudaEventCreate(&e));
+  std::vector<float> ms;
+  int iteration = 0;
+  while (static_cast<int>(ms.size()) < runs) {
+    SpinKernel<<<1, 1, 0, stream>>>(kSpinCycles);
+    BENCH_CUDA(cudaGetLastError());
+    BENCH_CUDA(cudaEventRecord(events[0], stream));
+    for (int i = 0; i < kChunk; ++i) {
+      run(iteration++ % copies);
+      BENCH_CUDA(cudaEventRecord(events[i + 1], stream));
+    }
+    BENCH_CUDA(cudaStreamSynchronize(stream));
+    for (int i = 0; i < kChunk; ++i) {
+      float t = 0;
+      BENCH_CUDA(cudaEventElapsedTime(&t, events[i], events[i + 1]));
+      ms.push_back(t);
+    }
+  }
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  std::sort(ms.begin(), ms.end());
+  Stats s;
+  s.median_us = 1000.0 * ms[ms.size() / 2];
+  s.p95_us = 1000.0 * ms[std::min(ms.size() - 1, ms.size() * 95 / 100)];
+  double sum = 0;
+  for (float v : ms) sum += v;
+  s.mean_us = 1000.0 * sum / ms.size();
+  return s;
+}
+
+template <typename T>
+T* DeviceCopy(const T* host, size_t count) {
+  T* d = nullptr;
+  BENCH_CUDA(cudaMalloc(&d, std::max<size_t>(1, count) * sizeof(T)));
+  if (count > 0) BENCH_CUDA(cudaMemcpy(d, host, count * sizeof(T), cudaMemcpyHostToDevice));
+  return d;
+}
+
+// A batch of B sequences tiled from a few generated ones.
+struct HostBatch {
+  std::vector<int32_t> offsets, tokens;
+  std::vector<std::byte> target, draft;
+  std::vector<SequenceSamplingParams> sequences;
+  RejectionBatchInput input;
+};
+
+HostBatch Tile(const SamplingWorkload& w, int32_t b) {
+  HostBatch h;
+  const int64_t row_bytes = int64_t{w.options.vocab_size} * SampleDtypeBytes(w.options.dtype);
+  h.offsets.push_back(0);
+  for (int32_t i = 0; i < b; ++i) {
+    const int32_t u = i % w.num_sequences();
+    const int32_t first = w.draft_offsets[u];
+    const int32_t gamma = w.gamma(u);
+    h.tokens.insert(h.tokens.end(), w.draft_tokens.begin() + first, w.draft_tokens.begin() + first + gamma);
+    h.offsets.push_back(h.offsets.back() + gamma);
+    const auto t0 = w.target_values.begin() + (int64_t{first} + u) * row_bytes;
+    h.target.insert(h.target.end(), t0, t0 + (gamma + 1) * row_bytes);
+    if (w.options.has_draft_probs) {
+      const auto d0 = w.draft_values.begin() + int64_t{first} * row_bytes;
+      h.draft.insert(h.draft.end(), d0, d0 + gamma * row_bytes);
+    }
+    SequenceSamplingParams s = w.sequences[u];
+    s.sequence_index = i;  // distinct random numbers per tiled sequence
+    h.sequences.push_back(s);
+  }
+  h.input = w.input();
+  h.input.num_sequences = b;
+  h.input.total_draft_tokens = h.offsets.back();
+  h.input.draft_offsets = h.offsets.data();
+  h.input.draft_tokens = h.tokens.data();
+  h.input.target_values = h.target.data();
+  h.input.draft_values = w.options.has_draft_probs ? h.draft.data() : nullptr;
+  h.input.sequences = h.sequences.data();
+  return h;
+}
+
+struct DeviceCopySet {
+  std::vector<RejectionBatchInput> inputs;
+  std::vector<void*> owned;
+};
+
+DeviceCopySet Upload(const HostBatch& h, int copies) {
+  DeviceCopySet set;
+  for (int c = 0; c < copies; ++c) {
+    RejectionBatchInput in = h.input;
+    in.draft_offsets = DeviceCopy(h.offsets.data(), h.offsets.size());
+    in.draft_tokens = DeviceCopy(h.tokens.data(), h.tokens.size());
+    in.target_values = DeviceCopy(h.target.data(), h.target.size());
+    in.draft_values = h.draft.empty() ? nullptr : DeviceCopy(h.draft.data(), h.draft.size());
+    in.sequences = DeviceCopy(h.sequences.data(), h.sequences.size());
+    set.owned.insert(set.owned.end(), {const_cast<int32_t*>(in.draft_offsets), const_cast<int32_t*>(in.draft_tokens),
+                                       const_cast<void*>(in.target_values), const_cast<void*>(in.draft_values),
+                                       const_cast<SequenceSamplingParams*>(in.sequences)});
+    set.inputs.push_back(in);
+  }
+  return set;
+}
+
+struct Row {
+  std::string kind, path;
+  int32_t b, gamma, vocab, copies, blocks_per_sequence;
+  int64_t floor_bytes;
+  Stats stats;
+};
+
+int Main(const Options& opt) {
+  int device_count = 0;
+  if (cudaGetDeviceCount(&device_count) != cudaSuccess || device_count == 0) {
+    std::printf("rejection_bench: no CUDA device visible; nothing measured (skip)\n");
+    return 0;
+  }
+  cudaDeviceProp prop{};
+  BENCH_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs, L2 %d MB\n", prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20);
+  cudaStream_t stream;
+  BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+
+  const std::vector<int32_t> batch_sizes = opt.quick ? std::vector<int32_t>{1, 8} : std::vector<int32_t>{1, 8, 32, 128};
+  const std::vector<int32_t> gammas = opt.quick ? std::vector<int32_t>{8} : std::vector<int32_t>{4, 8};
+  const std::vector<int32_t> vocabs = opt.quick ? std::vector<int32_t>{151936}
+                                                : std::vector<int32_t>{32000, 128256, 151936};
+  const int32_t max_b = *std::max_element(batch_sizes.begin(), batch_sizes.end());
+  const int32_t max_gamma = *std::max_element(gammas.begin(), gammas.end());
+  const int32_t max_v = *std::max_element(vocabs.begin(), vocabs.end());
+  RejectionScratchLimits limits{max_b, max_b * max_gamma, max_v};
+  const size_t scratch_bytes = RejectionScratchBytes(limits);
+  void* scratch_memory = nullptr;
+  BENCH_CUDA(cudaMalloc(&scratch_memory, scratch_bytes));
+  RejectionScratch scratch;
+  BENCH_CUDA(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch));
+  RejectionBatchOutput out;
+  BENCH_CUDA(cudaMalloc(&out.accepted_lengths, max_b * sizeof(int32_t)));
+  BENCH_CUDA(cudaMalloc(&out.next_tokens, max_b * sizeof(int32_t)));
+  BENCH_CUDA(cudaMalloc(&out.mismatch, max_b));
+  BENCH_CUDA(cudaMalloc(&out.status_codes, max_b * sizeof(int32_t)));
+  BENCH_CUDA(cudaMalloc(&out.error_positions, max_b * sizeof(int32_t)));
+  float* sink = nullptr;
+  BENCH_CUDA(cudaMalloc(&sink, 1 << 20));
+
+  std::vector<Row> rows;
+  const Stats empty = TimeIt([&](int) { EmptyKernel<<<1, 32, 0, stream>>>(); }, 1, opt.runs, stream);
+  std::printf("empty kernel launch: median %.2f us, p95 %.2f us\n", empty.median_us, empty.p95_us);
+  rows.push_back(Row{"-", "empty_kernel", 0, 0, 0, 1, 0, 0, empty});
+
+  for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+    const std::string kind_name = kind == SampleValueKind::kProbabilities ? "probabilities" : "logits";
+    for (int32_t vocab : vocabs) {
+      for (int32_t gamma : gammas) {
+        SamplingWorkloadOptions o;
+        o.num_sequences = kUniqueSequences;
+        o.vocab_size = vocab;
+        o.gamma_min = o.gamma_max = gamma;
+        o.kind = kind;
+        o.shape = DistributionShape::kPeaked;
+        o.draft_noise = 1.0f;
+        o.seed = 2026 + vocab + gamma;
+        auto w = GenerateSamplingWorkload(o);
+        if (!w.ok()) {
+          std::fprintf(stderr, "workload: %s\n", w.status().ToString().c_str());
+          return 1;
+        }
+        for (int32_t b : batch_sizes) {
+          HostBatch h = Tile(*w, b);
+          RejectionHostOutputs host_check(b, 0);
+          RejectionLimits validate_limits;
+          if (auto st = ValidateRejectionBatch(RejectionSampleParams{h.input, host_check.view()}, validate_limits);
+              !st.ok()) {
+            std::fprintf(stderr, "batch: %s\n", st.ToString().c_str());
+            return 1;
+          }
+          const int64_t batch_bytes = static_cast<int64_t>(h.target.size() + h.draft.size());
+          const int copies = static_cast<int>(std::clamp<int64_t>((kRotationBytes + batch_bytes - 1) / batch_bytes, 1,
+                                                                  kMaxCopies));
+          DeviceCopySet set = Upload(h, copies);
+          const int32_t g = RejectionRaceBlocksPerSequence(b, vocab, scratch.num_sms);
+
+          // The floor: probabilities read 2 rows per sequence (the target row
+          // and the draft row at k); logits read all 2*gamma+1 rows for the
+          // normalizers. Row indices into the target buffer of each copy
+          // stand in for both (same bytes).
+          const int32_t rows_read = kind == SampleValueKind::kProbabilities ? 2 * b : (2 * gamma + 1) * b;
+          std::vector<int64_t> row_index(rows_read);
+          for (int32_t r = 0; r < rows_read; ++r) row_index[r] = r % (int64_t{b} * (gamma + 1));
+          int64_t* d_row_index = DeviceCopy(row_index.data(), row_index.size());
+          const int64_t floor_bytes = int64_t{rows_read} * vocab * 4 +
+                                      (kind == SampleValueKind::kProbabilities ? int64_t{b} * gamma * 2 * 32 : 0);
+          const int32_t floor_blocks_per_row = std::max(1, (4 * prop.multiProcessorCount + rows_read - 1) / rows_read);
+
+          auto launch = [&](int c, bool full_rows) {
+            RejectionSampleParams p{set.inputs[c], out};
+            p.input.validate_full_rows = full_rows;
+            BENCH_CUDA(LaunchRejectionSample(p, scratch, stream));
+          };
+          const Stats ours = TimeIt([&](int c) { launch(c, false); }, copies, opt.runs, stream);
+          const Stats floor = TimeIt(
+              [&](int c) {
+                ReadRowsKernel<<<rows_read * floor_blocks_per_row, 256, 0, stream>>>(
+                    static_cast<const float*>(set.inputs[c].target_values), d_row_index, vocab,
+                    floor_blocks_per_row, sink);
+              },
+              copies, opt.runs, stream);
+          rows.push_back(Row{kind_name, "cuda_rejection", b, gamma, vocab, copies, g, floor_bytes, ours});
+          rows.push_back(Row{kind_name, "read_floor", b, gamma, vocab, copies, 0, floor_bytes, floor});
+          const bool headline = b == 8 && gamma == 8 && vocab == 151936;
+          if (headline || (!opt.quick && b == 32 && gamma == 8 && vocab == 128256)) {
+            const Stats full = TimeIt([&](int c) { launch(c, true); }, copies, opt.runs, stream);
+            rows.push_back(Row{kind_name, "cuda_rejection_full_row_check", b, gamma, vocab, copies, g, floor_bytes, full});
+          }
+          // Outcomes must be clean (no error codes) for the timing to mean anything.
+          std::vector<int32_t> codes(b);
+          BENCH_CUDA(cudaStreamSynchronize(stream));
+          BENCH_CUDA(cudaMemcpy(codes.data(), out.status_codes, b * sizeof(int32_t), cudaMemcpyDeviceToHost));
+          for (int32_t i = 0; i < b; ++i) {
+            if (codes[i] != kRejectionOk) {
+              std::fprintf(stderr, "sequence %d: code %d\n", i, codes[i]);
+              return 1;
+            }
+          }
+          std::printf("%-13s B=%-3d gamma=%d V=%-6d G=%-3d copies=%-2d  ours median %7.2f us p95 %7.2f | read floor "
+                      "%6.2f us (%.1f MB) | launch %.2f us\n",
+                      kind_name.c_str(), b, gamma, vocab, g, copies, ours.median_us, ours.p95_us, floor.median_us,
+                      floor_bytes / 1e6, empty.median_us);
+          std::fflush(stdout);
+          for (void* p : set.owned) cudaFree(p);
+          cudaFree(d_row_index);
+        }
+        if (kind == SampleValueKind::kLogits && gamma == 8 && vocab == 151936) {
+          // Top-k 50 then top-p 0.9 on the logits, B = 8: the filter pass's cost.
+          SamplingWorkloadOptions f = o;
+          f.top_k = 50;
+          f.top_p = 0.9f;
+          auto wf = GenerateSamplingWorkload(f);
+          HostBatch h = Tile(*wf, 8);
+          DeviceCopySet set = Upload(h, 8);
+          const Stats filtered = TimeIt(
+              [&](int c) { BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], out}, scratch, stream)); },
+              8, opt.runs, stream);
+          rows.push_back(Row{kind_name, "cuda_rejection_topk50_topp0.9", 8, gamma, vocab, 8,
+                             RejectionRaceBlocksPerSequence(8, vocab, scratch.num_sms), 0, filtered});
+          std::printf("logits B=8 gamma=8 V=151936 top-k 50 + top-p 0.9: median %.2f us p95 %.2f us\n",
+                      filtered.median_us, filtered.p95_us);
+          for (void* p : set.owned) cudaFree(p);
+        }
+      }
+    }
+  }
+  FILE* csv = std::fopen(opt.csv_path.c_str(), "w");
+  if (csv == nullptr) {
+    std::fprintf(stderr, "cannot write %s\n", opt.csv_path.c_str());
+    return 1;
+  }
+  std::fprintf(csv, "kind,path,b,gamma,vocab,copies,blocks_per_sequence,floor_bytes,median_us,p95_us,mean_us\n");
+  for (const Row& r : rows) {
+    std::fprintf(csv, "%s,%s,%d,%d,%d,%d,%d,%lld,%.3f,%.3f,%.3f\n", r.kind.c_str(), r.path.c_str(), r.b, r.gamma,
+                 r.vocab, r.copies, r.blocks_per_sequence, static_cast<long long>(r.floor_bytes), r.stats.median_us,
+                 r.stats.p95_us, r.stats.mean_us);
+  }
+  std::fclose(csv);
+  std::printf("wrote %s (%zu rows)\n", opt.csv_path.c_str(), rows.size());
+  return 0;
+}
+
+}  // namespace
+}  // namespace specverify::bench
+
+int main(int argc, char** argv) {
+  specverify::bench::Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--csv" && i + 1 < argc) {
+      opt.csv_path = argv[++i];
+    } else if (a == "--runs" && i + 1 < argc) {
+      opt.runs = std::max(200, std::atoi(argv[++i]));
+    } else if (a == "--quick") {
+      opt.quick = true;
+    } else {
+      std::fprintf(stderr, "usage: %s [--csv out.csv] [--runs N>=200] [--quick]\n", argv[0]);
+      return 2;
+    }
+  }
+  return specverify::bench::Main(opt);
+}

@@ -1,0 +1,8 @@
+# Rejection-sampling benchmark (issue #8): plain main with CUDA events.
+# Builds wherever nvcc is; without a GPU it prints a skip message and exits 0.
+if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_sampling_cuda)
+  add_executable(rejection_bench ${CMAKE_CURRENT_LIST_DIR}/rejection_bench.cu)
+  set_target_properties(rejection_bench PROPERTIES CUDA_STANDARD 17)
+  target_include_directories(rejection_bench PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(rejection_bench PRIVATE specverify_sampling_cuda specverify_sampling_workload CUDA::cudart_static)
+endif()

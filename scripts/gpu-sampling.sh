@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The one command for issue #8 on the GPU machine: the sampling tests (CPU
+# suites and GPU parity/statistics), compute-sanitizer memcheck and racecheck
+# on a reduced filter, the rejection-sampling benchmark, the PyTorch
+# baselines and the joined report. Everything goes under <out-dir>; a summary
+# is printed last.
+#
+#   scripts/gpu-sampling.sh <bundle-dir> <out-dir> [--quick] [--no-tests] [--no-bench]
+#
+# <bundle-dir> comes from (build dir configured with -DCMAKE_CUDA_ARCHITECTURES=90):
+#   scripts/gpu-bundle.sh build-sampling .gpu-sampling tests/kernels/rejection_cuda_test \
+#     tests/kernels/rejection_stats_test tests/kernels/rejection_reference_test \
+#     tests/kernels/sampling_math_test bench/rejection_bench
+set -uo pipefail
+if [ $# -lt 2 ]; then
+  echo "usage: $0 <bundle-dir> <out-dir> [--quick] [--no-tests] [--no-bench]" >&2
+  exit 2
+fi
+repo=$(cd "$(dirname "$0")/.." && pwd)
+bundle=$(cd "$1" && pwd)
+out=$2
+shift 2
+quick=""
+tests=1
+bench=1
+for a in "$@"; do
+  case "$a" in
+    --quick) quick=--quick ;;
+    --no-tests) tests=0 ;;
+    --no-bench) bench=0 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+bin=$bundle/bin
+summary=$out/summary.txt
+: > "$summary"
+note() { echo "$*" | tee -a "$summary"; }
+{
+  date -u
+  git -C "$repo" rev-parse HEAD 2>/dev/null || echo "commit: (no git on this machine)"
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,memory.total --format=csv
+} > "$out/environment.txt" 2>&1
+
+if [ "$tests" = 1 ]; then
+  start=$(date +%s)
+  for t in sampling_math_test rejection_reference_test rejection_stats_test rejection_cuda_test; do
+    "$bin/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1
+    note "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests? from .* ran' "$out/$t.txt" | tr '\n' ' ')"
+    grep -E "^\[  FAILED  \]|Failure|sequence [0-9]+: gpu" "$out/$t.txt" | head -20 | tee -a "$summary"
+  done
+  note "tests took $(( $(date +%s) - start )) s"
+  if command -v compute-sanitizer > /dev/null; then
+    start=$(date +%s)
+    filter='RejectionCudaTest.BadValues*:RejectionCudaTest.GreedyFiltered*:RejectionCudaTest.GraphReplays*'
+    compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rejection_cuda_test" --gtest_brief=1 \
+      --gtest_filter="$filter" > "$out/memcheck.txt" 2>&1
+    note "memcheck: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | tail -1)"
+    compute-sanitizer --tool racecheck --error-exitcode 3 "$bin/rejection_cuda_test" --gtest_brief=1 \
+      --gtest_filter='RejectionCudaTest.GraphReplays*:RejectionCudaTest.BadValues*' > "$out/racecheck.txt" 2>&1
+    note "racecheck: rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck.txt" | tail -1)"
+    note "sanitizers took $(( $(date +%s) - start )) s"
+  fi
+fi
+
+if [ "$bench" = 1 ]; then
+  start=$(date +%s)
+  "$bin/rejection_bench" --csv "$out/rejection_bench.csv" $quick > "$out/bench.txt" 2>&1
+  note "rejection_bench: rc=$? ($(( $(date +%s) - start )) s)"
+  grep -E "^device|^empty|B=8 +gamma=8 V=151936|top-k" "$out/bench.txt" | tee -a "$summary"
+  start=$(date +%s)
+  python3 "$repo/bench/python/sampling_torch_baseline.py" --csv "$out/sampling_torch.csv" $quick \
+    > "$out/torch.txt" 2>&1
+  note "sampling_torch_baseline: rc=$? ($(( $(date +%s) - start )) s) $(head -1 "$out/torch.txt")"
+  grep -E "B=8 +gamma=8 V=151936" "$out/torch.txt" | tee -a "$summary"
+  python3 "$repo/bench/python/sampling_report.py" --cuda "$out/rejection_bench.csv" \
+    --torch "$out/sampling_torch.csv" > "$out/report.md" 2>&1
+  note "sampling_report: rc=$?"
+fi
+echo "----- summary -----"
+cat "$summary"

@@ -1,0 +1,320 @@
+// GPU rejection sampling against the CPU reference: identical outputs (tokens,
+// lengths, codes) over dtypes, kinds, shapes, ragged gammas and odd
+// vocabularies; bad values and ids reported per sequence; graph replay; and
+// the statistical cases of the CPU suite re-run on the device. Skips visibly
+// where no GPU is present.
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/common/cuda_status.h"
+#include "kernels/sampling/rejection_reference.h"
+#include "kernels/sampling/rejection_sample.h"
+#include "kernels/sampling/rejection_validate.h"
+#include "kernels/workload/sampling_workload.h"
+#include "tests/kernels/sampling/sampling_stat_cases.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify {
+namespace {
+
+using ::specverify::testing::IsOk;
+
+#define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
+
+template <typename T>
+T* Upload(const T* host, size_t count, std::vector<void*>& owned) {
+  if (count == 0 || host == nullptr) return nullptr;
+  void* d = nullptr;
+  EXPECT_EQ(cudaMalloc(&d, count * sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(d, host, count * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+  owned.push_back(d);
+  return static_cast<T*>(d);
+}
+
+// Runs one batch on the device (optionally through a captured graph replayed
+// `replays` times) and returns the host copy of the outputs.
+class DeviceRunner {
+ public:
+  ~DeviceRunner() {
+    for (void* p : owned_) cudaFree(p);
+  }
+
+  RejectionHostOutputs Run(const RejectionBatchInput& host, int replays = 0) {
+    const int32_t b = host.num_sequences;
+    const int64_t target_rows = static_cast<int64_t>(host.total_draft_tokens) + b;
+    const int64_t bytes_per_row = host.vocab_size * SampleDtypeBytes(host.dtype);
+    RejectionBatchInput in = host;
+    in.draft_offsets = Upload(host.draft_offsets, b + 1, owned_);
+    in.draft_tokens = Upload(host.draft_tokens, host.total_draft_tokens, owned_);
+    in.target_values = Upload(static_cast<const std::byte*>(host.target_values), target_rows * bytes_per_row, owned_);
+    in.draft_values = host.has_draft_probs
+                          ? Upload(static_cast<const std::byte*>(host.draft_values),
+                                   host.total_draft_tokens * bytes_per_row, owned_)
+                          : nullptr;
+    in.sequences = Upload(host.sequences, b, owned_);
+    RejectionBatchOutput out;
+    out.accepted_lengths = Alloc<int32_t>(b);
+    out.next_tokens = Alloc<int32_t>(b);
+    out.mismatch = Alloc<uint8_t>(b);
+    out.status_codes = Alloc<int32_t>(b);
+    out.error_positions = Alloc<int32_t>(b);
+    RejectionScratchLimits limits{b, host.total_draft_tokens, host.vocab_size};
+    const size_t scratch_bytes = RejectionScratchBytes(limits);
+    void* scratch_memory = Alloc<std::byte>(scratch_bytes);
+    RejectionScratch scratch;
+    cudaStream_t stream;
+    EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+    EXPECT_EQ(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch), cudaSuccess);
+    const RejectionSampleParams params{in, out};
+    if (replays == 0) {
+      EXPECT_EQ(LaunchRejectionSample(params, scratch, stream), cudaSuccess);
+    } else {
+      cudaGraph_t graph;
+      cudaGraphExec_t exec;
+      EXPECT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+      EXPECT_EQ(LaunchRejectionSample(params, scratch, stream), cudaSuccess);
+      EXPECT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+      EXPECT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+      for (int r = 0; r < replays; ++r) EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+      EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+      EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+    }
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+    RejectionHostOutputs host_out(b, 0xCD);
+    Download(host_out.accepted_lengths.data(), out.accepted_lengths, b);
+    Download(host_out.next_tokens.data(), out.next_tokens, b);
+    Download(host_out.mismatch.data(), out.mismatch, b);
+    Download(host_out.status_codes.data(), out.status_codes, b);
+    Download(host_out.error_positions.data(), out.error_positions, b);
+    return host_out;
+  }
+
+ private:
+  template <typename T>
+  T* Alloc(size_t count) {
+    void* d = nullptr;
+    EXPECT_EQ(cudaMalloc(&d, std::max<size_t>(1, count) * sizeof(T)), cudaSuccess);
+    EXPECT_EQ(cudaMemset(d, 0xEE, std::max<size_t>(1, count) * sizeof(T)), cudaSuccess);
+    owned_.push_back(d);
+    return static_cast<T*>(d);
+  }
+  template <typename T>
+  void Download(T* host, const T* device, size_t count) {
+    EXPECT_EQ(cudaMemcpy(host, device, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  std::vector<void*> owned_;
+};
+
+RejectionHostOutputs RunCpu(const RejectionBatchInput& in) {
+  RejectionHostOutputs out(in.num_sequences, 0xAB);
+  ReferenceRejectionSample(RejectionSampleParams{in, out.view()});
+  return out;
+}
+
+void ExpectSameOutputs(const RejectionHostOutputs& gpu, const RejectionHostOutputs& cpu, const std::string& what) {
+  SCOPED_TRACE(what);
+  int32_t reported = 0;
+  for (size_t i = 0; i < cpu.next_tokens.size() && reported < 5; ++i) {
+    const bool same = gpu.accepted_lengths[i] == cpu.accepted_lengths[i] &&
+                      gpu.next_tokens[i] == cpu.next_tokens[i] && gpu.mismatch[i] == cpu.mismatch[i] &&
+                      gpu.status_codes[i] == cpu.status_codes[i] &&
+                      gpu.error_positions[i] == cpu.error_positions[i];
+    if (!same) {
+      ++reported;
+      ADD_FAILURE() << "sequence " << i << ": gpu (k " << gpu.accepted_lengths[i] << ", next "
+                    << gpu.next_tokens[i] << ", mismatch " << int{gpu.mismatch[i]} << ", code "
+                    << gpu.status_codes[i] << " @" << gpu.error_positions[i] << ") vs cpu (k "
+                    << cpu.accepted_lengths[i] << ", next " << cpu.next_tokens[i] << ", mismatch "
+                    << int{cpu.mismatch[i]} << ", code " << cpu.status_codes[i] << " @" << cpu.error_positions[i]
+                    << ")";
+    }
+  }
+}
+
+class RejectionCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device visible: GPU parity tests skipped";
+  }
+};
+
+struct GridPoint {
+  int32_t b;
+  int32_t vocab;
+  int32_t gamma_max;
+};
+
+TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
+  const GridPoint points[] = {{1, 97, 4}, {7, 32000, 8}, {33, 4099, 16}, {3, 128256, 8}};
+  uint64_t seed = 500;
+  for (const GridPoint& g : points) {
+    for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kFloat16, SampleDtype::kBFloat16}) {
+      for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+        for (bool draft : {true, false}) {
+          SamplingWorkloadOptions o;
+          o.num_sequences = g.b;
+          o.vocab_size = g.vocab;
+          o.gamma_min = 1;
+          o.gamma_max = g.gamma_max;
+          o.dtype = dtype;
+          o.kind = kind;
+          o.has_draft_probs = draft;
+          o.shape = DistributionShape::kMixed;
+          o.sequences_per_request = 2;
+          o.seed = ++seed;
+          auto w = GenerateSamplingWorkload(o);
+          ASSERT_TRUE(w.ok());
+          const std::string what = absl::StrCat("b ", g.b, " V ", g.vocab, " dtype ", static_cast<int>(dtype),
+                                                " kind ", static_cast<int>(kind), " draft ", draft, " seed ", o.seed);
+          DeviceRunner runner;
+          ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()), what);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(RejectionCudaTest, TargetShapeOfTheBenchmarkMatches) {
+  // B = 8, gamma = 8, V = 151,936, fp32 probabilities and logits.
+  for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+    SamplingWorkloadOptions o;
+    o.num_sequences = 8;
+    o.vocab_size = 151936;
+    o.kind = kind;
+    o.shape = DistributionShape::kPeaked;
+    o.seed = 42;
+    auto w = GenerateSamplingWorkload(o);
+    ASSERT_TRUE(w.ok());
+    DeviceRunner runner;
+    ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()), absl::StrCat("kind ", static_cast<int>(kind)));
+  }
+}
+
+TEST_F(RejectionCudaTest, GreedyFilteredAndSigmoidLogitsMatch) {
+  struct Variant {
+    std::string name;
+    float temperature;
+    int32_t top_k;
+    float top_p;
+    SampleMethod method;
+  };
+  const Variant variants[] = {{"greedy", 0.0f, 0, 1.0f, SampleMethod::kExact},
+                              {"top_k_50", 0.8f, 50, 1.0f, SampleMethod::kExact},
+                              {"top_p_0.9", 1.3f, 0, 0.9f, SampleMethod::kExact},
+                              {"top_k_top_p", 0.6f, 1000, 0.5f, SampleMethod::kExact},
+                              {"top_k_1", 1.0f, 1, 1.0f, SampleMethod::kExact},
+                              {"sigmoid", 1.0f, 0, 1.0f, SampleMethod::kSigmoid}};
+  for (const Variant& v : variants) {
+    for (int32_t vocab : {1000, 32000}) {
+      SamplingWorkloadOptions o;
+      o.num_sequences = 9;
+      o.vocab_size = vocab;
+      o.gamma_min = 1;
+      o.gamma_max = 8;
+      o.kind = SampleValueKind::kLogits;
+      o.dtype = SampleDtype::kBFloat16;
+      o.shape = DistributionShape::kMixed;
+      o.temperature = v.temperature;
+      o.top_k = v.top_k;
+      o.top_p = v.top_p;
+      o.seed = 900 + vocab;
+      auto w = GenerateSamplingWorkload(o);
+      ASSERT_TRUE(w.ok());
+      RejectionBatchInput in = w->input();
+      in.method = v.method;
+      in.sigmoid_alpha = -10.0f;
+      in.sigmoid_beta = 10.0f;
+      RejectionHostOutputs check(in.num_sequences, 0);
+      ASSERT_THAT(ValidateRejectionBatch(RejectionSampleParams{in, check.view()}), IsOk()) << v.name;
+      DeviceRunner runner;
+      ExpectSameOutputs(runner.Run(in), RunCpu(in), absl::StrCat(v.name, " V ", vocab));
+    }
+  }
+}
+
+TEST_F(RejectionCudaTest, BadValuesAndIdsAreReportedLikeTheReference) {
+  for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+    for (bool full_rows : {false, true}) {
+      SamplingWorkloadOptions o;
+      o.num_sequences = 24;
+      o.vocab_size = 5003;
+      o.gamma_min = 2;
+      o.gamma_max = 6;
+      o.kind = kind;
+      o.seed = 1234;
+      auto w = GenerateSamplingWorkload(o);
+      ASSERT_TRUE(w.ok());
+      float* target = reinterpret_cast<float*>(w->target_values.data());
+      float* draft = reinterpret_cast<float*>(w->draft_values.data());
+      const int64_t v = o.vocab_size;
+      // Sequence 1: NaN at a drafted target element. 3: Inf in the draft's
+      // drafted element. 5: negative (probabilities) / -Inf somewhere in a
+      // bonus row. 7: draft id out of range (the device checks again). 9: NaN
+      // in an element nobody reads unless rows are fully checked.
+      const auto trow = [&](int32_t i, int32_t j) { return target + (w->draft_offsets[i] + i + j) * v; };
+      const auto drow = [&](int32_t i, int32_t j) { return draft + (w->draft_offsets[i] + j) * v; };
+      trow(1, 1)[w->draft_tokens[w->draft_offsets[1] + 1]] = std::numeric_limits<float>::quiet_NaN();
+      drow(3, 0)[w->draft_tokens[w->draft_offsets[3]]] = std::numeric_limits<float>::infinity();
+      trow(5, w->gamma(5))[17] = kind == SampleValueKind::kProbabilities ? -0.5f : -std::numeric_limits<float>::infinity();
+      w->draft_tokens[w->draft_offsets[7] + 1] = o.vocab_size + 3;
+      const int32_t unread = (w->draft_tokens[w->draft_offsets[9]] + 1) % o.vocab_size;
+      drow(9, 0)[unread] = std::numeric_limits<float>::quiet_NaN();
+      RejectionBatchInput in = w->input();
+      in.validate_full_rows = full_rows;
+      const RejectionHostOutputs cpu = RunCpu(in);
+      EXPECT_EQ(cpu.status_codes[1], kRejectionBadTargetValue);
+      EXPECT_EQ(cpu.status_codes[3], kRejectionBadDraftValue);
+      EXPECT_EQ(cpu.status_codes[7], kRejectionDraftTokenOutOfRange);
+      EXPECT_EQ(cpu.error_positions[7], 1);
+      DeviceRunner runner;
+      ExpectSameOutputs(runner.Run(in), cpu, absl::StrCat("kind ", static_cast<int>(kind), " full ", full_rows));
+    }
+  }
+}
+
+TEST_F(RejectionCudaTest, GraphReplaysGiveTheSameResults) {
+  SamplingWorkloadOptions o;
+  o.num_sequences = 5;
+  o.vocab_size = 70000;
+  o.kind = SampleValueKind::kLogits;
+  o.seed = 77;
+  auto w = GenerateSamplingWorkload(o);
+  ASSERT_TRUE(w.ok());
+  DeviceRunner runner;
+  // Three replays: the tickets each launch leaves at zero make the next one right.
+  ExpectSameOutputs(runner.Run(w->input(), /*replays=*/3), RunCpu(w->input()), "graph x3");
+}
+
+class RejectionCudaStatsTest : public ::testing::TestWithParam<testing::StatCase> {
+ protected:
+  void SetUp() override {
+    if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device visible: GPU statistical tests skipped";
+  }
+};
+
+TEST_P(RejectionCudaStatsTest, DeviceTokensEqualTheReferenceAndFollowTheTarget) {
+  constexpr uint64_t kSeed = 31337;
+  const testing::StatCase& c = GetParam();
+  const testing::ExplicitBatch batch = testing::BuildStatBatch(c, kSeed);
+  const RejectionBatchInput in = testing::StatInput(c, batch);
+  DeviceRunner runner;
+  const RejectionHostOutputs gpu = runner.Run(in);
+  ExpectSameOutputs(gpu, RunCpu(in), c.name);
+  testing::ExpectStatistics(c, batch, gpu.accepted_lengths.data(), gpu.next_tokens.data(), "gpu", kSeed);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, RejectionCudaStatsTest, ::testing::ValuesIn(testing::StatCases()),
+                         [](const ::testing::TestParamInfo<testing::StatCase>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace specverify
