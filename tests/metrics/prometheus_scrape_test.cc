@@ -88,6 +88,7 @@ class PrometheusScrapeTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    client_.reset();  // no open channel for the server's drain to wait on
     prometheus_.Stop();
     server_.Stop();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
@@ -100,13 +101,20 @@ class PrometheusScrapeTest : public ::testing::Test {
                                "--device=cpu"},
                               dir_ + "/server.log"),
                 IsOk());
+    // Connect only once the server listens: a channel whose first connect is
+    // refused backs off for seconds before it tries again.
+    const auto give_up = std::chrono::steady_clock::now() + kWaitLimit;
+    while (server_.Describe().find("listening on port") == std::string::npos) {
+      ASSERT_TRUE(server_.Running()) << "server exited:\n" << server_.Describe();
+      ASSERT_LT(std::chrono::steady_clock::now(), give_up) << server_.Describe();
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     client::VerifierClientOptions options;
     options.address = absl::StrCat("127.0.0.1:", grpc_port_);
     options.default_deadline = absl::Seconds(5);
     auto client = client::VerifierClient::Create(options);
     ASSERT_THAT(client, IsOk());
     client_ = std::move(*client);
-    const auto give_up = std::chrono::steady_clock::now() + kWaitLimit;
     while (true) {
       ASSERT_TRUE(server_.Running()) << "server exited:\n" << server_.Describe();
       auto serving = client_->CheckHealth();
