@@ -243,6 +243,8 @@ TEST_F(PrometheusScrapeTest, CountersAcceptanceThroughputAndQuantilesComeBackFro
   ASSERT_NO_FATAL_FAILURE(WaitForValue(
       R"(sum(specverify_requests_total{job="specverify",rpc="Verify",code="INVALID_ARGUMENT"}))",
       kInvalidRequests));
+  EXPECT_EQ(Query(R"(sum(specverify_requests_rejected_total{job="specverify",reason="invalid"}))"),
+            kInvalidRequests);
   EXPECT_EQ(Query(R"(sum(specverify_sequences_verified_total{job="specverify"}))"),
             workload->num_sequences());
   EXPECT_EQ(Query(R"(sum(specverify_draft_tokens_total{job="specverify"}))"), draft_tokens);
