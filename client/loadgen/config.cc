@@ -106,6 +106,7 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
     return FlagError("channels", absl::StrCat("must be in [1, 1024], got ", c.channels));
   }
   if (c.requests < 0) return FlagError("requests", "must be >= 0");
+  if (!(c.connect_timeout_s > 0)) return FlagError("connect_timeout", "must be > 0");
   if (c.requests == 0 && !(c.duration_s > 0)) {
     return FlagError("duration", "must be > 0 seconds when --requests is 0");
   }

@@ -87,7 +87,7 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
   report.config = config;
 
   absl::StatusOr<std::unique_ptr<Target>> server =
-      Target::Connect(config.address, config.transport, config.channels);
+      Target::Connect(config.address, config.transport, config.channels, config.connect_timeout_s);
   if (!server.ok()) return server.status();
   absl::StatusOr<ServerDescription> description = (*server)->Describe();
   if (!description.ok()) return description.status();
@@ -96,7 +96,8 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
   std::unique_ptr<Target> ceiling;
   if (!config.ceiling_address.empty()) {
     absl::StatusOr<std::unique_ptr<Target>> c =
-        Target::Connect(config.ceiling_address, config.transport, config.channels);
+        Target::Connect(config.ceiling_address, config.transport, config.channels,
+                        config.connect_timeout_s);
     if (!c.ok()) return c.status();
     ceiling = std::move(*c);
     absl::StatusOr<ServerDescription> d = ceiling->Describe();

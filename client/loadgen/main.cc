@@ -25,6 +25,8 @@ ABSL_FLAG(std::string, rate, "",
 ABSL_FLAG(std::string, arrival, "constant", "Open loop arrivals: constant or poisson");
 ABSL_FLAG(std::string, rpc, "unary", "unary (Verify) or stream (VerifyStream, one per channel)");
 ABSL_FLAG(int32_t, channels, 1, "gRPC channels, each its own TCP connection");
+ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(10),
+          "How long to wait for the servers to accept connections");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "Measured time per step");
 ABSL_FLAG(int64_t, requests, 0, "Measured requests per step; > 0 overrides --duration");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "Warm-up per step, excluded from results");
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
   if (!rpc.ok()) return Fail(rpc.status());
   config.rpc = *rpc;
   config.channels = absl::GetFlag(FLAGS_channels);
+  config.connect_timeout_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_connect_timeout));
   config.duration_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
   config.requests = absl::GetFlag(FLAGS_requests);
   config.warmup_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_warmup));

@@ -45,7 +45,9 @@ class StepRun;
 // One request in flight, from its send until its answer (and the answer's KV
 // fetch or release) is done.
 struct Call {
-  StepRun* run = nullptr;
+  // Keeps the step's state alive until the last callback that touches it has
+  // returned, even after Run() has seen the last request finish.
+  std::shared_ptr<StepRun> run;
   int64_t index = 0;     // request number within the step
   int32_t channel = 0;
   int32_t slot = -1;     // closed-loop slot; -1 in an open loop
@@ -207,7 +209,7 @@ struct Shard {
   TimePoint last_send;        // guarded by mu
 };
 
-class StepRun {
+class StepRun : public std::enable_shared_from_this<StepRun> {
  public:
   StepRun(Target& target, const LoadWorkload& workload, const StepSpec& spec,
           const StepOptions& options)
@@ -506,6 +508,7 @@ void StepRun::OnUnmatchedStreamAnswer(const std::string& request_id) {
 }
 
 void StepRun::Finish(Call* call) {
+  const std::shared_ptr<StepRun> keep_alive = std::move(call->run);
   const int32_t slot = call->slot;
   const bool continue_slot = slot >= 0 && !call->stop_slot;
   delete call;
@@ -535,7 +538,7 @@ void StepRun::IssueNextInSlot(int32_t slot) {
     }
   }
   auto* call = new Call;
-  call->run = this;
+  call->run = shared_from_this();
   call->index = next_index_.fetch_add(1, std::memory_order_relaxed);
   call->slot = slot;
   call->channel = slot % target_.num_channels();
@@ -635,7 +638,7 @@ absl::Status StepRun::RunOpenLoop() {
       WaitForOutstandingBelow(options_.max_outstanding);
     }
     auto* call = new Call;
-    call->run = this;
+    call->run = shared_from_this();
     call->index = index;
     call->channel = static_cast<int32_t>(index % target_.num_channels());
     call->measured = measured;
@@ -725,8 +728,8 @@ absl::StatusOr<StepResult> StepRun::Run() {
 
 absl::StatusOr<StepResult> RunStep(Target& target, const LoadWorkload& workload,
                                    const StepSpec& spec, const StepOptions& options) {
-  StepRun run(target, workload, spec, options);
-  return run.Run();
+  auto run = std::make_shared<StepRun>(target, workload, spec, options);
+  return run->Run();
 }
 
 }  // namespace specverify::loadgen

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -38,6 +39,19 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeCredentials(
   return grpc::SslCredentials(ssl);
 }
 
+// gRPC 1.51 runs callback RPCs on a process-wide "callback alternative"
+// completion queue, reference-counted by the channels that used it. When the
+// count drops to zero while another channel starts using it, its polling
+// threads can free it twice (seen under AddressSanitizer when a process runs
+// several load generations one after the other). Keeping the first channel
+// alive for the life of the process keeps the count above zero.
+void RetainCallbackQueueForever(std::shared_ptr<grpc::Channel> channel) {
+  static std::mutex mu;
+  static auto* retained = new std::shared_ptr<grpc::Channel>();  // never freed
+  std::lock_guard<std::mutex> lock(mu);
+  if (*retained == nullptr) *retained = std::move(channel);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Target>> Target::Connect(const std::string& address,
@@ -63,6 +77,7 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Connect(const std::string& addre
       return absl::UnavailableError(absl::StrCat("cannot connect to ", address, " (channel ", c,
                                                  ") within ", connect_timeout_s, " s"));
     }
+    if (c == 0) RetainCallbackQueueForever(channel);
     target->stubs_.push_back(v1::Verifier::NewStub(channel));
     target->channels_.push_back(std::move(channel));
   }

@@ -1,0 +1,90 @@
+#include "client/loadgen/config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify::loadgen {
+namespace {
+
+using ::specverify::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+
+TEST(LoadgenConfigTest, ParsesSweeps) {
+  auto c = ParsePositiveIntList("1, 8,64,256", "concurrency");
+  ASSERT_TRUE(c.ok());
+  EXPECT_THAT(*c, ElementsAre(1, 8, 64, 256));
+  auto r = ParsePositiveDoubleList("1000,5000.5", "rate");
+  ASSERT_TRUE(r.ok());
+  EXPECT_THAT(*r, ElementsAre(1000.0, 5000.5));
+  EXPECT_THAT(ParsePositiveIntList("1,0", "concurrency").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--concurrency")));
+  EXPECT_THAT(ParsePositiveIntList("1,,2", "concurrency").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--concurrency")));
+  EXPECT_THAT(ParsePositiveDoubleList("fast", "rate").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'fast'")));
+}
+
+TEST(LoadgenConfigTest, ParsesGammaAsFixedOrRange) {
+  auto fixed = ParseGammaRange("8");
+  ASSERT_TRUE(fixed.ok());
+  EXPECT_THAT(*fixed, Pair(8, 8));
+  auto range = ParseGammaRange("4:16");
+  ASSERT_TRUE(range.ok());
+  EXPECT_THAT(*range, Pair(4, 16));
+  for (const char* bad : {"0", "16:4", "4:", "a", "1:2:3"}) {
+    EXPECT_THAT(ParseGammaRange(bad).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--gamma")))
+        << bad;
+  }
+}
+
+TEST(LoadgenConfigTest, ParsesEnums) {
+  EXPECT_EQ(*ParseRpcKind("stream"), RpcKind::kStream);
+  EXPECT_EQ(*ParseArrivalProcess("poisson"), ArrivalProcess::kPoisson);
+  EXPECT_EQ(*ParseKvReturnMode("inline"), KvReturnMode::kInline);
+  EXPECT_THAT(ParseRpcKind("bidi").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--rpc")));
+  EXPECT_THAT(ParseKvReturnMode("all").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--kv_return")));
+}
+
+TEST(LoadgenConfigTest, ValidationNamesTheFlag) {
+  LoadgenConfig c;
+  EXPECT_THAT(ValidateConfig(c), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--address")));
+  c.address = "127.0.0.1:1";
+  EXPECT_TRUE(ValidateConfig(c).ok());
+
+  LoadgenConfig open = c;
+  open.mode = LoopMode::kOpen;
+  EXPECT_THAT(ValidateConfig(open), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--rate")));
+
+  LoadgenConfig fetch = c;
+  fetch.workload.fetch_kv_fraction = 1.0;
+  fetch.workload.kv_return = KvReturnMode::kInline;
+  EXPECT_THAT(ValidateConfig(fetch),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--fetch_kv")));
+
+  LoadgenConfig no_rows = c;
+  no_rows.workload.fetch_kv_fraction = 0.5;
+  no_rows.workload.row_bytes = 0;
+  EXPECT_THAT(ValidateConfig(no_rows),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--row_bytes")));
+
+  LoadgenConfig metrics = c;
+  metrics.metrics_url = "https://host:9090/metrics";
+  EXPECT_THAT(ValidateConfig(metrics),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--metrics_url")));
+
+  LoadgenConfig duration = c;
+  duration.duration_s = 0;
+  EXPECT_THAT(ValidateConfig(duration),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--duration")));
+  duration.requests = 100;  // a request count replaces the duration
+  EXPECT_TRUE(ValidateConfig(duration).ok());
+}
+
+}  // namespace
+}  // namespace specverify::loadgen

@@ -1,0 +1,29 @@
+# Tests of specverify-loadgen (issue #7). Included OPTIONAL from
+# tests/client/CMakeLists.txt; needs the loadgen targets from client/.
+if(NOT TARGET specverify_loadgen_core)
+  return()
+endif()
+set(SPECVERIFY_LOADGEN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+# Pure units: histogram, schedules, flags, report, /metrics parsing.
+specverify_test(loadgen_unit_test
+  SOURCES
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/config_test.cc
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/histogram_test.cc
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/metrics_scrape_test.cc
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/report_test.cc
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/schedule_test.cc
+  LIBS specverify_loadgen_core
+  LABELS client loadgen)
+
+# The whole load generator against an in-process fake Verifier on loopback,
+# including fakes that answer wrongly.
+specverify_test(loadgen_fake_server_test
+  SOURCES
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/fake_verifier.cc
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/loadgen_fake_server_test.cc
+  LIBS specverify_loadgen_core
+  LABELS client loadgen)
+target_compile_definitions(loadgen_fake_server_test PRIVATE
+  SPECVERIFY_LOADGEN_BINARY="$<TARGET_FILE:specverify-loadgen>")
+add_dependencies(loadgen_fake_server_test specverify-loadgen)
