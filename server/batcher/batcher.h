@@ -82,6 +82,9 @@ class Batcher {
   // fires (InfiniteFuture when nothing waits on time).
   absl::Time RunOnce();
 
+  // Makes the loop run now (e.g. a queued request's client cancelled).
+  void Poke() { Wake(); }
+
   // Stops accepting requests and flushes queued ones without waiting for
   // their delay budget.
   void StartDrain();

@@ -34,6 +34,19 @@ RejectReason ReasonFor(absl::StatusCode code) {
   }
 }
 
+// Unary Verify: finished by the batcher's completion. A cancellation wakes
+// the batcher so the queued request is answered CANCELLED at once instead of
+// at its next timer.
+class VerifyReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit VerifyReactor(Batcher* batcher) : batcher_(batcher) {}
+  void OnCancel() override { batcher_->Poke(); }
+  void OnDone() override { delete this; }
+
+ private:
+  Batcher* const batcher_;
+};
+
 // VerifyStream: many requests on one stream. Each request is admitted as it
 // is read; its answer (response or RequestError) is queued for writing when
 // the batcher completes it. One write in flight at a time. The stream
@@ -88,6 +101,8 @@ class VerifyStreamReactor final
       FinishStream();
     }
   }
+
+  void OnCancel() override { service_->options().batcher->Poke(); }
 
   void OnDone() override { delete this; }
 
@@ -369,7 +384,7 @@ absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
 grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* context,
                                                   const v1::VerifyRequest* request,
                                                   v1::VerifyResponse* response) {
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  auto* reactor = new VerifyReactor(options_.batcher);
   const absl::Time arrival = clock_->Now();
   auto pending = std::make_unique<PendingRequest>();
   pending->request = request;
