@@ -46,6 +46,19 @@ Flag StringFlag(std::string ServerOptions::*field, std::string help) {
   return f;
 }
 
+Flag BoolFlag(bool ServerOptions::*field, std::string help) {
+  Flag f;
+  f.help = std::move(help);
+  f.show = [field](const ServerOptions& o) { return std::string(o.*field ? "true" : "false"); };
+  f.set = [field](absl::string_view v, ServerOptions& o) -> std::string {
+    bool parsed;
+    if (!absl::SimpleAtob(v, &parsed)) return "is not a boolean (true or false)";
+    o.*field = parsed;
+    return "";
+  };
+  return f;
+}
+
 const std::map<std::string, Flag>& Flags() {
   static const auto* flags = new std::map<std::string, Flag>{
       {"listen_address", StringFlag(&ServerOptions::listen_address,
@@ -77,6 +90,14 @@ const std::map<std::string, Flag>& Flags() {
                                    "on SIGTERM/SIGINT, time for queued and in-flight work, >= 0")},
       {"cpu_threads", IntFlag(&ServerOptions::cpu_threads,
                               "threads of the CPU backend, [1, 256]")},
+      {"dispatch_threshold_bytes", IntFlag(&ServerOptions::dispatch_threshold_bytes,
+                                           "CUDA: fused path below this many estimated pack bytes, "
+                                           "two-step from it, >= 0; -1 calibrates at start-up")},
+      {"calibrate_dispatch", BoolFlag(&ServerOptions::calibrate_dispatch,
+                                      "CUDA: time both paths at start-up to pick the threshold "
+                                      "(the default when --dispatch_threshold_bytes is -1)")},
+      {"cuda_slots", IntFlag(&ServerOptions::cuda_slots,
+                             "CUDA: batches staged or executing at once, [1, 16]")},
   };
   return *flags;
 }
@@ -156,6 +177,18 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   }
   if (o.cpu_threads < 1 || o.cpu_threads > 256) {
     return Bad("cpu_threads", absl::StrCat("is ", o.cpu_threads, "; must lie in [1, 256]"));
+  }
+  if (o.dispatch_threshold_bytes < -1) {
+    return Bad("dispatch_threshold_bytes", absl::StrCat("is ", o.dispatch_threshold_bytes,
+                                                        "; must be >= 0, or -1 to calibrate"));
+  }
+  if (o.calibrate_dispatch && o.dispatch_threshold_bytes >= 0) {
+    return Bad("calibrate_dispatch", absl::StrCat("is true but --dispatch_threshold_bytes=",
+                                                  o.dispatch_threshold_bytes,
+                                                  " is set; give one or the other"));
+  }
+  if (o.cuda_slots < 1 || o.cuda_slots > 16) {
+    return Bad("cuda_slots", absl::StrCat("is ", o.cuda_slots, "; must lie in [1, 16]"));
   }
   return absl::OkStatus();
 }

@@ -30,6 +30,11 @@ struct ServerOptions {
   std::string metrics_address = "0.0.0.0:9401";
   int64_t drain_timeout_ms = 10000;
   int32_t cpu_threads = 4;
+  // CUDA executor: fused-vs-two-step threshold tau in bytes (-1: calibrate at
+  // start-up), forced calibration, and batches staged/executing at once.
+  int64_t dispatch_threshold_bytes = -1;
+  bool calibrate_dispatch = false;
+  int32_t cuda_slots = 2;
   bool help = false;  // --help: print FlagsHelp() and exit 0
 };
 

@@ -30,7 +30,15 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     if (!spec.ok()) return spec.status();
     CpuBackendOptions cpu;
     cpu.threads = options.cpu_threads;
-    absl::StatusOr<BackendChoice> choice = CreateBackend(*spec, cpu);
+    CudaExecutorOptions cuda;
+    cuda.max_batch_sequences = options.max_batch_sequences;
+    cuda.max_draft_tokens = options.max_draft_tokens;
+    // A single request larger than --max_batch_bytes forms a batch alone.
+    cuda.max_batch_kv_bytes = std::max(options.max_batch_bytes, options.max_message_bytes);
+    cuda.slots = options.cuda_slots;
+    cuda.dispatch_threshold_bytes =
+        options.calibrate_dispatch ? -1 : options.dispatch_threshold_bytes;
+    absl::StatusOr<BackendChoice> choice = CreateBackend(*spec, cpu, cuda);
     if (!choice.ok()) return choice.status();
     server->backend_ = std::move(choice->backend);
     server->backend_reason_ = std::move(choice->reason);

@@ -7,6 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "server/backend/noop_backend.h"
+#ifdef SPECVERIFY_HAVE_CUDA_EXECUTOR
+#include "server/backend/cuda/cuda_executor.h"
+#endif
 
 namespace specverify::server {
 
@@ -33,9 +36,42 @@ bool GpuVisible() {
          access("/proc/driver/nvidia/gpus", F_OK) == 0;
 }
 
-absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
-                                            const CpuBackendOptions& cpu_options) {
+#ifdef SPECVERIFY_HAVE_CUDA_EXECUTOR
+namespace {
+absl::StatusOr<BackendChoice> CreateCudaBackend(int ordinal, const CudaExecutorOptions& options,
+                                                absl::string_view why) {
+  CudaExecutorOptions o = options;
+  o.device_ordinal = ordinal;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(o);
+  if (!executor.ok()) return executor.status();
   BackendChoice choice;
+  choice.reason = absl::StrCat(why, "; ", o.slots, " slots; dispatch ",
+                               (*executor)->dispatch_info().summary);
+  choice.backend = *std::move(executor);
+  return choice;
+}
+}  // namespace
+#endif
+
+absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
+                                            const CpuBackendOptions& cpu_options,
+                                            const CudaExecutorOptions& cuda_options) {
+  BackendChoice choice;
+#ifdef SPECVERIFY_HAVE_CUDA_EXECUTOR
+  if (spec.kind == DeviceSpec::Kind::kCuda) {
+    return CreateCudaBackend(spec.cuda_ordinal, cuda_options,
+                             absl::StrCat("cuda:", spec.cuda_ordinal, ": requested"));
+  }
+  if (spec.kind == DeviceSpec::Kind::kAuto && GpuVisible()) {
+    absl::StatusOr<BackendChoice> cuda =
+        CreateCudaBackend(0, cuda_options, "auto: a GPU is visible; using cuda:0");
+    // Only "no usable device" falls back to the CPU; a device that is there
+    // but cannot hold the configured limits is a start-up error to fix.
+    if (cuda.ok() || cuda.status().code() != absl::StatusCode::kFailedPrecondition) return cuda;
+  }
+#else
+  (void)cuda_options;
+#endif
   switch (spec.kind) {
     case DeviceSpec::Kind::kNoop:
       choice.backend = std::make_unique<NoopBackend>();
@@ -54,7 +90,7 @@ absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
       if (spec.kind == DeviceSpec::Kind::kCpu) {
         choice.reason = "cpu: requested";
       } else if (GpuVisible()) {
-        choice.reason = "auto: a GPU is visible but the CUDA backend is not built yet; using cpu";
+        choice.reason = "auto: a GPU is visible but the CUDA executor is not built or sees no device; using cpu";
       } else {
         choice.reason = "auto: no GPU visible; using cpu";
       }

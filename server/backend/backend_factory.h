@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "server/backend/backend.h"
 #include "server/backend/cpu_backend.h"
+#include "server/backend/cuda/cuda_executor_options.h"
 
 namespace specverify::server {
 
@@ -29,10 +30,12 @@ struct BackendChoice {
 };
 
 // Creates the backend for `spec`. `auto` picks CUDA when a GPU is visible and
-// the CUDA executor is built, else the CPU. `cuda:N` fails UNAVAILABLE until
-// the CUDA executor exists.
+// the CUDA executor is built, else the CPU. `cuda:N` fails UNAVAILABLE in a
+// build without the CUDA executor. `cuda_options` sizes the executor (its
+// device_ordinal is taken from `spec`).
 absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
-                                            const CpuBackendOptions& cpu_options);
+                                            const CpuBackendOptions& cpu_options,
+                                            const CudaExecutorOptions& cuda_options = {});
 
 // True when the NVIDIA driver exposes at least one GPU to this process.
 bool GpuVisible();

@@ -1,0 +1,427 @@
+#include "server/backend/cuda/cuda_executor.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "server/backend/cuda/cuda_arena_memory.h"
+
+namespace specverify::server {
+namespace {
+
+// Sections of a slot's buffers start on 256-byte boundaries (what cudaMalloc
+// gives the base), so every array the kernels read is aligned for vector loads.
+constexpr int64_t kSectionAlign = 256;
+int64_t AlignUp(int64_t x) { return (x + kSectionAlign - 1) / kSectionAlign * kSectionAlign; }
+
+// Byte offsets of the input arrays inside a slot's pinned and device input
+// buffers. Compact per batch so that one copy moves exactly the used bytes;
+// monotone in (b, rows, kv) so the layout of the largest batch bounds all.
+struct InputLayout {
+  int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, draft_kv = 0, total = 0;
+};
+InputLayout LayoutInputs(int64_t b, int64_t rows, int64_t kv_bytes) {
+  InputLayout l;
+  l.draft_tokens = AlignUp(4 * (b + 1));
+  l.target_tokens = l.draft_tokens + AlignUp(4 * rows);
+  l.draft_kv = l.target_tokens + AlignUp(4 * (rows + b));
+  l.total = l.draft_kv + kv_bytes;
+  return l;
+}
+
+struct ResultLayout {
+  int64_t accepted = 0, next = 0, packed_offsets = 0, mismatch = 0, total = 0;
+};
+ResultLayout LayoutResults(int64_t b) {
+  ResultLayout l;
+  l.next = AlignUp(4 * b);
+  l.packed_offsets = l.next + AlignUp(4 * b);
+  l.mismatch = l.packed_offsets + AlignUp(4 * (b + 1));
+  l.total = l.mismatch + b;
+  return l;
+}
+
+absl::Status ReserveError(int ordinal, const char* what, int64_t bytes, int slot,
+                          const absl::Status& cause) {
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "cannot reserve ", bytes, " bytes of ", what, " for batch slot ", slot, " on cuda:",
+      ordinal, " (", cause.message(),
+      "); lower --max_batch_bytes/--max_message_bytes (draft KV per batch), "
+      "--max_batch_sequences, --max_draft_tokens or --cuda_slots"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> CudaDeviceName(int device_ordinal) {
+  cudaDeviceProp prop;
+  SV_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device_ordinal));
+  return std::string(prop.name);
+}
+
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
+    const CudaExecutorOptions& options) {
+  if (options.slots < 1 || options.slots > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cuda_slots is ", options.slots, "; must lie in [1, 16]"));
+  }
+  if (options.max_batch_sequences < 1 || options.max_batch_sequences > kMaxBatchSequences ||
+      options.max_draft_tokens < 1 || options.max_draft_tokens > kMaxDraftTokens ||
+      options.max_batch_kv_bytes < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CUDA executor limits out of range: max_batch_sequences=", options.max_batch_sequences,
+        " max_draft_tokens=", options.max_draft_tokens,
+        " max_batch_kv_bytes=", options.max_batch_kv_bytes));
+  }
+  if (options.dispatch_threshold_bytes < -1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--dispatch_threshold_bytes is ", options.dispatch_threshold_bytes,
+        "; must be >= 0 (or -1 to calibrate)"));
+  }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    count = 0;
+  }
+  if (options.device_ordinal < 0 || options.device_ordinal >= count) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device=cuda:", options.device_ordinal, ": ", count, " CUDA device(s) visible"));
+  }
+  std::unique_ptr<CudaExecutor> executor(new CudaExecutor(options));
+  SV_RETURN_IF_ERROR(executor->Reserve());
+  return executor;
+}
+
+CudaExecutor::CudaExecutor(const CudaExecutorOptions& options) : options_(options) {}
+
+absl::Status CudaExecutor::Reserve() {
+  SV_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device_ordinal));
+  SV_ASSIGN_OR_RETURN(device_name_, CudaDeviceName(options_.device_ordinal));
+  max_total_rows_ = int64_t{options_.max_batch_sequences} * options_.max_draft_tokens;
+  inputs_capacity_ =
+      LayoutInputs(options_.max_batch_sequences, max_total_rows_, options_.max_batch_kv_bytes).total;
+  results_capacity_ = LayoutResults(options_.max_batch_sequences).total;
+  for (int i = 0; i < options_.slots; ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->index = i;
+    SV_RETURN_IF_ERROR(ReserveSlot(*slot));
+    slots_.push_back(std::move(slot));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = slots_.rbegin(); it != slots_.rend(); ++it) free_slots_.push_back(it->get());
+  }
+
+  GreedyDispatchConfig config;
+  if (options_.dispatch_threshold_bytes >= 0) {
+    config.threshold_bytes = options_.dispatch_threshold_bytes;
+  }
+  SV_ASSIGN_OR_RETURN(GreedyDispatcher dispatcher,
+                      GreedyDispatcher::Create(config, slots_[0]->stream));
+  dispatcher_ = std::make_unique<GreedyDispatcher>(std::move(dispatcher));
+
+  stage_thread_ = std::thread([this] { StageLoop(); });
+  completion_thread_ = std::thread([this] { CompletionLoop(); });
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::ReserveSlot(Slot& slot) {
+  const int ordinal = options_.device_ordinal;
+  SV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventCreate(&slot.kernel_start));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventCreate(&slot.kernel_stop));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&slot.completed, cudaEventDisableTiming));
+
+  const auto device = [&](const char* what, int64_t bytes, DeviceBuffer* out) -> absl::Status {
+    absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Create(static_cast<size_t>(bytes));
+    if (!buffer.ok()) {
+      (void)cudaGetLastError();
+      return ReserveError(ordinal, what, bytes, slot.index, buffer.status());
+    }
+    reserved_device_bytes_ += bytes;
+    *out = *std::move(buffer);
+    return absl::OkStatus();
+  };
+  const auto pinned = [&](const char* what, int64_t bytes, PinnedBuffer* out) -> absl::Status {
+    absl::StatusOr<PinnedBuffer> buffer = PinnedBuffer::Create(static_cast<size_t>(bytes));
+    if (!buffer.ok()) {
+      (void)cudaGetLastError();
+      return ReserveError(ordinal, what, bytes, slot.index, buffer.status());
+    }
+    *out = *std::move(buffer);
+    return absl::OkStatus();
+  };
+  SV_RETURN_IF_ERROR(device("device memory (inputs)", inputs_capacity_, &slot.device_inputs));
+  SV_RETURN_IF_ERROR(pinned("pinned host memory (inputs)", inputs_capacity_, &slot.pinned_inputs));
+  SV_RETURN_IF_ERROR(device("device memory (results)", results_capacity_, &slot.device_results));
+  SV_RETURN_IF_ERROR(
+      pinned("pinned host memory (results)", results_capacity_, &slot.pinned_results));
+
+  GreedyScratchLimits limits;
+  limits.max_sequences = options_.max_batch_sequences;
+  limits.max_total_draft_rows = max_total_rows_;
+  absl::StatusOr<GreedyScratchBuffer> scratch = AllocateGreedyScratch(limits, slot.stream);
+  if (!scratch.ok()) {
+    (void)cudaGetLastError();
+    return ReserveError(ordinal, "device memory (kernel scratch)", 0, slot.index, scratch.status());
+  }
+  reserved_device_bytes_ += static_cast<int64_t>(scratch->view.bytes);
+  slot.scratch = *std::move(scratch);
+  return absl::OkStatus();
+}
+
+CudaExecutor::~CudaExecutor() {
+  Shutdown();
+  (void)cudaSetDevice(options_.device_ordinal);
+  for (auto& slot : slots_) {
+    if (slot->stream != nullptr) (void)cudaStreamSynchronize(slot->stream);
+    if (slot->kernel_start != nullptr) (void)cudaEventDestroy(slot->kernel_start);
+    if (slot->kernel_stop != nullptr) (void)cudaEventDestroy(slot->kernel_stop);
+    if (slot->completed != nullptr) (void)cudaEventDestroy(slot->completed);
+    if (slot->stream != nullptr) (void)cudaStreamDestroy(slot->stream);
+  }
+}
+
+BackendDescription CudaExecutor::Describe() const {
+  BackendDescription d;
+  d.name = "cuda";
+  d.device_name = device_name_;
+  d.dispatch_threshold_bytes = dispatcher_->threshold_bytes();
+  d.dispatch_threshold_source = dispatcher_->info().dispatch_threshold_source;
+  d.verifies = true;
+  return d;
+}
+
+absl::StatusOr<std::unique_ptr<ArenaMemory>> CudaExecutor::AllocateArenaMemory(int64_t bytes) {
+  absl::StatusOr<std::unique_ptr<CudaArenaMemory>> memory =
+      CudaArenaMemory::Create(options_.device_ordinal, bytes);
+  if (!memory.ok()) return memory.status();
+  return std::unique_ptr<ArenaMemory>(*std::move(memory));
+}
+
+void CudaExecutor::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_) {
+      Work work;
+      work.batch = std::move(batch);
+      work.done = std::move(done);
+      submitted_.push_back(std::move(work));
+      return;
+    }
+  }
+  done(std::move(batch), absl::UnavailableError("the CUDA executor has shut down"));
+}
+
+absl::Status CudaExecutor::health() const {
+  absl::MutexLock lock(&mu_);
+  return fault_;
+}
+
+void CudaExecutor::InjectFaultForTesting() {
+  absl::MutexLock lock(&mu_);
+  inject_fault_ = true;
+}
+
+void CudaExecutor::Shutdown() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (stage_thread_.joinable()) stage_thread_.join();
+  if (completion_thread_.joinable()) completion_thread_.join();
+}
+
+absl::Status CudaExecutor::Fail(const absl::Status& cause) {
+  absl::MutexLock lock(&mu_);
+  if (fault_.ok()) {
+    fault_ = absl::InternalError(absl::StrCat("cuda:", options_.device_ordinal,
+                                              " out of service after a CUDA error: ",
+                                              cause.message()));
+    std::fprintf(stderr, "specverify-server: %s\n", fault_.ToString().c_str());
+  }
+  return fault_;
+}
+
+CudaExecutor::Slot* CudaExecutor::AcquireSlot() {
+  absl::MutexLock lock(&mu_);
+  const auto free = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !free_slots_.empty(); };
+  mu_.Await(absl::Condition(&free));
+  Slot* slot = free_slots_.back();
+  free_slots_.pop_back();
+  return slot;
+}
+
+void CudaExecutor::ReleaseSlot(Slot* slot) {
+  absl::MutexLock lock(&mu_);
+  free_slots_.push_back(slot);
+}
+
+void CudaExecutor::StageLoop() {
+  if (cudaSetDevice(options_.device_ordinal) != cudaSuccess) {
+    (void)Fail(CudaStatus(cudaGetLastError(), "cudaSetDevice (staging thread)"));
+  }
+  for (;;) {
+    Work work;
+    bool inject = false;
+    absl::Status fault;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !submitted_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (submitted_.empty()) {
+        staging_done_ = true;
+        return;
+      }
+      work = std::move(submitted_.front());
+      submitted_.pop_front();
+      ++batches_staged_;
+      inject = inject_fault_ || batches_staged_ == options_.fail_batch_number_for_testing;
+      inject_fault_ = false;
+      fault = fault_;
+    }
+    if (!fault.ok()) {
+      work.status = fault;  // a failed device never runs another batch
+    } else {
+      work.slot = AcquireSlot();
+      if (absl::Status s = Launch(work, inject); !s.ok()) {
+        // Shape errors are the batch's own; any CUDA error takes the device out.
+        work.status = s.code() == absl::StatusCode::kInternal ? Fail(s) : s;
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    launched_.push_back(std::move(work));
+  }
+}
+
+absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  const GreedyHostInputs& in = work.batch->inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t rows = in.total_draft_rows();
+  const int64_t row_bytes = in.row_bytes;
+  const int64_t kv_bytes = rows * row_bytes;
+  if (b < 1 || b > options_.max_batch_sequences || rows > max_total_rows_ ||
+      kv_bytes > options_.max_batch_kv_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "batch of ", b, " sequences, ", rows, " draft rows and ", kv_bytes,
+        " KV bytes exceeds the CUDA executor's slot (", options_.max_batch_sequences,
+        " sequences, ", max_total_rows_, " rows, ", options_.max_batch_kv_bytes, " bytes)"));
+  }
+  const InputLayout il = LayoutInputs(b, rows, kv_bytes);
+  const ResultLayout rl = LayoutResults(b);
+  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+  std::byte* const dev = slot.device_inputs.as<std::byte>();
+  std::byte* const res = slot.device_results.as<std::byte>();
+
+  GreedyDeviceBatch d;
+  d.params.input.num_sequences = b;
+  d.params.input.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
+  d.params.input.draft_tokens = reinterpret_cast<const int32_t*>(dev + il.draft_tokens);
+  d.params.input.target_tokens = reinterpret_cast<const int32_t*>(dev + il.target_tokens);
+  d.params.input.draft_kv = row_bytes > 0 ? dev + il.draft_kv : nullptr;
+  d.params.input.row_bytes = row_bytes;
+  d.params.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
+  d.params.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
+  d.params.output.packed_row_offsets = reinterpret_cast<int32_t*>(res + rl.packed_offsets);
+  d.params.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
+  d.params.output.packed_kv = row_bytes > 0 ? work.batch->packed_kv : nullptr;
+  d.total_draft_rows = rows;
+  int32_t max_gamma = 0;
+  for (int32_t i = 0; i < b; ++i) {
+    max_gamma = std::max(max_gamma, in.draft_offsets[i + 1] - in.draft_offsets[i]);
+  }
+  d.max_gamma = max_gamma;
+  SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(d, slot.scratch.view));
+
+  // Staging: host arrays into the slot's pinned buffer, then one H2D copy.
+  std::memcpy(pin + il.offsets, in.draft_offsets.data(), sizeof(int32_t) * (b + 1));
+  std::memcpy(pin + il.draft_tokens, in.draft_tokens.data(), sizeof(int32_t) * rows);
+  std::memcpy(pin + il.target_tokens, in.target_tokens.data(), sizeof(int32_t) * (rows + b));
+  if (kv_bytes > 0) std::memcpy(pin + il.draft_kv, in.draft_kv.data(), kv_bytes);
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.total),
+                                          cudaMemcpyHostToDevice, slot.stream));
+
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    // A real runtime error from an invalid call on the slot's stream: the
+    // executor must treat it exactly like a failed launch.
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(
+      dispatcher_->Launch(d, slot.scratch.view, slot.stream, &work.path));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+
+  work.results_bytes = rl.total;
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(), res,
+                                          static_cast<size_t>(rl.total),
+                                          cudaMemcpyDeviceToHost, slot.stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.completed, slot.stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::Finish(Work& work) {
+  Slot& slot = *work.slot;
+  // The one host-device synchronization of a batch; it also surfaces any
+  // asynchronous (sticky) error of the kernels.
+  SV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(slot.completed));
+  SV_CUDA_RETURN_IF_ERROR(cudaStreamQuery(slot.stream));
+  float ms = 0;
+  SV_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, slot.kernel_start, slot.kernel_stop));
+
+  Batch& batch = *work.batch;
+  const int32_t b = batch.inputs.num_sequences();
+  const ResultLayout rl = LayoutResults(b);
+  const std::byte* pin = slot.pinned_results.as<std::byte>();
+  batch.results.Resize(b);
+  std::memcpy(batch.results.accepted_lengths.data(), pin + rl.accepted, sizeof(int32_t) * b);
+  std::memcpy(batch.results.next_tokens.data(), pin + rl.next, sizeof(int32_t) * b);
+  std::memcpy(batch.results.packed_row_offsets.data(), pin + rl.packed_offsets,
+              sizeof(int32_t) * (b + 1));
+  std::memcpy(batch.results.mismatch.data(), pin + rl.mismatch, b);
+  batch.path = work.path == GreedyPath::kFused ? ExecutionPathLabel::kFused
+                                               : ExecutionPathLabel::kTwoStep;
+  batch.device_time = absl::Microseconds(static_cast<double>(ms) * 1000.0);
+  batch.verified = true;
+  return absl::OkStatus();
+}
+
+void CudaExecutor::CompletionLoop() {
+  if (cudaSetDevice(options_.device_ordinal) != cudaSuccess) {
+    (void)Fail(CudaStatus(cudaGetLastError(), "cudaSetDevice (completion thread)"));
+  }
+  for (;;) {
+    Work work;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return staging_done_ || !launched_.empty();
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (launched_.empty()) return;
+      work = std::move(launched_.front());
+      launched_.pop_front();
+    }
+    absl::Status status = work.status;
+    if (work.slot != nullptr) {
+      if (status.ok()) {
+        if (absl::Status s = Finish(work); !s.ok()) status = Fail(s);
+      }
+      // Another batch may have faulted the device meanwhile: its results
+      // cannot be trusted either.
+      if (status.ok()) status = health();
+      ReleaseSlot(work.slot);
+    }
+    // The slot is free before `done` runs: the batcher may submit the next
+    // batch from inside it.
+    work.done(std::move(work.batch), std::move(status));
+  }
+}
+
+}  // namespace specverify::server

@@ -1,0 +1,147 @@
+// The CUDA backend: greedy batches verified and packed on one GPU by the
+// kernels of kernels/greedy (fused or two-step, chosen per batch by the
+// GreedyDispatcher), behind the same Backend interface as the CPU reference.
+//
+// Pipeline. Every device buffer, pinned buffer, stream, event and kernel
+// scratch is reserved at start-up for the configured limits; nothing is
+// allocated per batch. A batch goes through:
+//   Submit (batcher thread)  -> queue, returns at once
+//   staging thread           -> takes a free slot, copies the ragged inputs
+//                               into the slot's pinned buffer, then on the
+//                               slot's stream: one H2D copy, event, the
+//                               kernel(s), event, one D2H copy of the results,
+//                               completion event
+//   completion thread        -> waits on the completion event (the one sync
+//                               of a batch), checks the stream's error, copies
+//                               the pinned results into the Batch, frees the
+//                               slot, calls `done`
+// With two or more slots (each its own stream, pinned staging, device inputs
+// and results, events and GreedyScratch) the staging of batch N+1 and the
+// completion work of batch N-1 overlap the execution of batch N.
+//
+// The two-step path runs as plain stream launches (ballot verify, CUB scan,
+// pack), not as a CUDA graph: its grid depends on each batch's shape, and
+// the fused path (one launch) serves the small batches where launch overhead
+// would matter.
+//
+// Faults. Any CUDA error (a launch, a copy, or a sticky device error seen at
+// the batch's completion) fails that batch and every later one with
+// INTERNAL naming the error; health() returns it from then on. The batcher
+// sees health() fail, answers INTERNAL, and the server stops serving and
+// exits non-zero. Results of a failed device are never returned.
+//
+// Thread safety: Submit from any thread; the accessors are thread-safe.
+#ifndef SPECVERIFY_SERVER_BACKEND_CUDA_CUDA_EXECUTOR_H_
+#define SPECVERIFY_SERVER_BACKEND_CUDA_CUDA_EXECUTOR_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "kernels/common/cuda_status.h"
+#include "kernels/greedy/greedy_cuda.h"
+#include "kernels/greedy/greedy_dispatch.h"
+#include "server/backend/backend.h"
+#include "server/backend/cuda/cuda_executor_options.h"
+
+namespace specverify::server {
+
+class CudaExecutor final : public Backend {
+ public:
+  // Reserves everything, then calibrates the dispatcher unless a threshold
+  // is configured. RESOURCE_EXHAUSTED naming the flags to lower when the
+  // device cannot hold the slots; FAILED_PRECONDITION when the ordinal does
+  // not exist; INVALID_ARGUMENT for bad options.
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(
+      const CudaExecutorOptions& options);
+  ~CudaExecutor() override;
+
+  BackendDescription Describe() const override;
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(int64_t bytes) override;
+  int max_batches_in_flight() const override { return options_.slots; }
+  void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
+  absl::Status health() const override;
+  void Shutdown() override;
+
+  const GreedyDispatchInfo& dispatch_info() const { return dispatcher_->info(); }
+  // Device bytes reserved for the slots (inputs, results, scratch).
+  int64_t reserved_device_bytes() const { return reserved_device_bytes_; }
+  // Testing: the next batch launches an invalid configuration.
+  void InjectFaultForTesting();
+
+ private:
+  // One batch's worth of everything, reused batch after batch.
+  struct Slot {
+    int index = 0;
+    cudaStream_t stream = nullptr;
+    cudaEvent_t kernel_start = nullptr;
+    cudaEvent_t kernel_stop = nullptr;
+    cudaEvent_t completed = nullptr;
+    PinnedBuffer pinned_inputs;   // offsets | draft tokens | target tokens | draft KV
+    DeviceBuffer device_inputs;   // same layout
+    DeviceBuffer device_results;  // accepted | next | packed offsets | mismatch
+    PinnedBuffer pinned_results;  // same layout
+    GreedyScratchBuffer scratch;
+  };
+  // A batch on its way through the pipeline.
+  struct Work {
+    std::unique_ptr<Batch> batch;
+    BatchDone done;
+    Slot* slot = nullptr;         // null: never launched
+    absl::Status status;          // set when it failed before or at launch
+    GreedyPath path = GreedyPath::kFused;
+    int64_t results_bytes = 0;
+  };
+
+  explicit CudaExecutor(const CudaExecutorOptions& options);
+  absl::Status Reserve();
+  absl::Status ReserveSlot(Slot& slot);
+  void StageLoop();
+  void CompletionLoop();
+  // Stages and launches `work` on its slot; an error status is a device fault.
+  absl::Status Launch(Work& work, bool inject_fault);
+  // Copies results out of the slot after the batch's completion event.
+  absl::Status Finish(Work& work);
+  // Records the first device fault; returns the sticky status.
+  absl::Status Fail(const absl::Status& cause);
+  Slot* AcquireSlot();
+  void ReleaseSlot(Slot* slot);
+
+  const CudaExecutorOptions options_;
+  std::string device_name_;
+  int64_t max_total_rows_ = 0;
+  int64_t inputs_capacity_ = 0;
+  int64_t results_capacity_ = 0;
+  int64_t reserved_device_bytes_ = 0;
+  std::unique_ptr<GreedyDispatcher> dispatcher_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  mutable absl::Mutex mu_;
+  std::deque<Work> submitted_ ABSL_GUARDED_BY(mu_);
+  std::deque<Work> launched_ ABSL_GUARDED_BY(mu_);
+  std::vector<Slot*> free_slots_ ABSL_GUARDED_BY(mu_);
+  absl::Status fault_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool staging_done_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t batches_staged_ ABSL_GUARDED_BY(mu_) = 0;
+  bool inject_fault_ ABSL_GUARDED_BY(mu_) = false;
+
+  std::thread stage_thread_;
+  std::thread completion_thread_;
+};
+
+// The CUDA device's name, e.g. "NVIDIA H100 80GB HBM3".
+absl::StatusOr<std::string> CudaDeviceName(int device_ordinal);
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_BACKEND_CUDA_CUDA_EXECUTOR_H_

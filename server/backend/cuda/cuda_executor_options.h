@@ -1,0 +1,33 @@
+// What the CUDA executor is sized and configured by. Plain C++ with no CUDA
+// header, so the backend factory (built with or without CUDA) can carry it
+// from the server's flags.
+#ifndef SPECVERIFY_SERVER_BACKEND_CUDA_CUDA_EXECUTOR_OPTIONS_H_
+#define SPECVERIFY_SERVER_BACKEND_CUDA_CUDA_EXECUTOR_OPTIONS_H_
+
+#include <cstdint>
+
+namespace specverify::server {
+
+struct CudaExecutorOptions {
+  int device_ordinal = 0;
+  // The largest batch the batcher forms; every slot's device and pinned
+  // buffers are sized for it once, at start-up.
+  int32_t max_batch_sequences = 256;
+  int32_t max_draft_tokens = 256;
+  // Largest draft-KV payload of one batch. The batcher may exceed
+  // --max_batch_bytes with a single request, so the server passes
+  // max(--max_batch_bytes, --max_message_bytes).
+  int64_t max_batch_kv_bytes = int64_t{64} << 20;
+  // Batches staged or executing at once (>= 2 so that staging of batch N+1
+  // overlaps execution of batch N); each slot has its own stream and buffers.
+  int slots = 2;
+  // Fused-vs-two-step threshold tau in bytes; -1 calibrates at start-up.
+  int64_t dispatch_threshold_bytes = -1;
+  // Testing: the N-th batch (1-based) launches an invalid configuration, a
+  // real CUDA error the executor must treat as a device fault. 0: never.
+  int64_t fail_batch_number_for_testing = 0;
+};
+
+}  // namespace specverify::server
+
+#endif  // SPECVERIFY_SERVER_BACKEND_CUDA_CUDA_EXECUTOR_OPTIONS_H_
