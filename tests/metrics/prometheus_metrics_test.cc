@@ -1,8 +1,6 @@
 #include "server/metrics/prometheus_metrics.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -14,6 +12,7 @@
 #include "tests/metrics/exercise_events.h"
 #include "tests/metrics/exposition_parser.h"
 #include "tests/metrics/http_get.h"
+#include "tests/metrics/promtool.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -351,22 +350,8 @@ TEST(PrometheusServerMetricsPromtoolTest, ExpositionPassesPromtoolCheckMetrics) 
   if (promtool.empty()) GTEST_SKIP() << "promtool not found at configure time (Debian: prometheus)";
   auto metrics = StartUnserved();
   ExerciseEveryEvent(*metrics);
-  const std::string path = ::testing::TempDir() + "/specverify_exposition.prom";
-  {
-    std::ofstream out(path);
-    out << metrics->ExpositionText();
-  }
-  // promtool lints names, units, suffixes and help text; it prints nothing
-  // and exits 0 when every family passes.
-  const std::string command = promtool + " check metrics < " + path + " 2>&1";
-  FILE* pipe = ::popen(command.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  std::string output;
-  char buffer[4096];
-  for (size_t n; (n = fread(buffer, 1, sizeof(buffer), pipe)) > 0;) output.append(buffer, n);
-  const int rc = ::pclose(pipe);
-  EXPECT_EQ(rc, 0) << output;
-  EXPECT_EQ(output, "");
+  EXPECT_THAT(::specverify::testing::PromtoolCheckMetrics(promtool, metrics->ExpositionText()),
+              IsOk());
 }
 
 }  // namespace

@@ -24,6 +24,7 @@
 #include "kernels/workload/greedy_workload.h"
 #include "tests/metrics/child_process.h"
 #include "tests/metrics/http_get.h"
+#include "tests/metrics/promtool.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify {
@@ -270,6 +271,14 @@ TEST_F(PrometheusScrapeTest, CountersAcceptanceThroughputAndQuantilesComeBackFro
   EXPECT_GT(p50, 0);
   EXPECT_LE(p50, p99);
   EXPECT_LT(p99, 5.0);  // the client's deadline: no answered request took longer
+  // The live endpoint, exposer_* series included, passes Prometheus's linter.
+  const std::string promtool = SPECVERIFY_PROMTOOL;
+  if (!promtool.empty()) {
+    auto live = HttpGet(metrics_port_, "/metrics");
+    ASSERT_THAT(live, IsOk());
+    EXPECT_EQ(live->status, 200);
+    EXPECT_THAT(testing::PromtoolCheckMetrics(promtool, live->body), IsOk());
+  }
   const double mean_batch =
       Query(R"(sum(specverify_batch_size_sequences_sum{job="specverify"}) / )"
             R"(sum(specverify_batch_size_sequences_count{job="specverify"}))");

@@ -10,6 +10,7 @@ if(TARGET specverify-server AND TARGET specverify_client)
     LABELS metrics integration)
   target_compile_definitions(prometheus_scrape_test PRIVATE
     SPECVERIFY_PROMETHEUS="${SPECVERIFY_PROMETHEUS_PATH}"
+    SPECVERIFY_PROMTOOL="${SPECVERIFY_PROMTOOL_PATH}"
     SPECVERIFY_SERVER_BINARY="$<TARGET_FILE:specverify-server>")
   add_dependencies(prometheus_scrape_test specverify-server)
 endif()
