@@ -55,7 +55,8 @@ class PrometheusServerMetrics final : public ServerMetrics {
   // Builds the registry and, unless options.listen_address is empty, starts
   // listening. Errors: INVALID_ARGUMENT for a malformed address, a negative
   // max_queue_delay or http_threads < 1; UNAVAILABLE naming the address when
-  // it cannot be bound (in use, not local). Never throws.
+  // it cannot be bound (in use, not local); INTERNAL if prometheus-cpp rejects
+  // a metric definition. Never throws.
   static absl::StatusOr<std::unique_ptr<PrometheusServerMetrics>> Start(
       const PrometheusMetricsOptions& options);
 
