@@ -1,0 +1,363 @@
+// CudaExecutor against the CPU oracle (the workload generator's expected
+// results): bit-exact results and packed bytes read back through
+// ArenaMemory::CopyToHost, each path forced through the dispatch threshold,
+// batches overlapping in the slots, the sticky-fault contract and the
+// start-up errors. Skips visibly without a GPU.
+#include "server/backend/cuda/cuda_executor.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/greedy/greedy_dispatch.h"
+#include "kernels/workload/greedy_workload.h"
+#include "tests/testing/byte_compare.h"
+#include "tests/testing/greedy_grid.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify::server {
+namespace {
+
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr std::byte kPoison{0xA5};
+
+#define SKIP_WITHOUT_GPU()                                              \
+  if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device visible: " \
+                                              "the CUDA executor tests need a GPU"
+
+CudaExecutorOptions SmallOptions(int64_t threshold) {
+  CudaExecutorOptions o;
+  o.max_batch_sequences = 4096;
+  o.max_draft_tokens = 256;
+  o.max_batch_kv_bytes = ::specverify::testing::kMaxGridDraftKvBytes;
+  o.slots = 2;
+  o.dispatch_threshold_bytes = threshold;
+  return o;
+}
+
+std::unique_ptr<Batch> MakeBatch(const GreedyWorkload& w, ArenaMemory& arena, int64_t offset,
+                                 uint64_t id) {
+  auto batch = std::make_unique<Batch>();
+  batch->id = id;
+  batch->key.row_bytes = w.row_bytes();
+  batch->inputs.draft_offsets = w.draft_offsets;
+  batch->inputs.draft_tokens = w.draft_tokens;
+  batch->inputs.target_tokens = w.target_tokens;
+  batch->inputs.draft_kv = w.draft_kv;
+  batch->inputs.row_bytes = w.row_bytes();
+  batch->packed_kv = w.row_bytes() > 0 ? arena.base() + offset : nullptr;
+  return batch;
+}
+
+// Runs one batch to completion.
+struct Outcome {
+  std::unique_ptr<Batch> batch;
+  absl::Status status;
+  std::thread::id completion_thread;
+};
+Outcome RunBatch(CudaExecutor& executor, std::unique_ptr<Batch> batch) {
+  Outcome out;
+  absl::Notification done;
+  executor.Submit(std::move(batch), [&](std::unique_ptr<Batch> b, absl::Status s) {
+    out.batch = std::move(b);
+    out.status = std::move(s);
+    out.completion_thread = std::this_thread::get_id();
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return out;
+}
+
+void PoisonArena(ArenaMemory& arena, int64_t offset, int64_t bytes) {
+  if (bytes > 0) {
+    ASSERT_EQ(cudaMemset(arena.base() + offset, static_cast<int>(kPoison), bytes), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+}
+
+// Results and the packed bytes (read back through CopyToHost) against the
+// oracle; the bytes past the accepted rows must still hold the poison.
+::testing::AssertionResult MatchesOracle(const GreedyWorkload& w, const Batch& batch,
+                                         ArenaMemory& arena, int64_t offset) {
+  const GreedyExpected& e = w.expected;
+  if (batch.results.accepted_lengths != e.accepted_lengths) {
+    return ::testing::AssertionFailure() << "accepted_lengths differ";
+  }
+  if (batch.results.next_tokens != e.next_tokens) {
+    return ::testing::AssertionFailure() << "next_tokens differ";
+  }
+  if (batch.results.mismatch != e.mismatch) return ::testing::AssertionFailure() << "mismatch differs";
+  if (batch.results.packed_row_offsets != e.packed_row_offsets) {
+    return ::testing::AssertionFailure() << "packed_row_offsets differ";
+  }
+  const int64_t capacity = w.total_draft_rows() * w.row_bytes();
+  if (capacity == 0) return ::testing::AssertionSuccess();
+  std::vector<std::byte> packed(capacity);
+  if (absl::Status s = arena.CopyToHost(offset, capacity, packed.data()); !s.ok()) {
+    return ::testing::AssertionFailure() << "CopyToHost: " << s;
+  }
+  const int64_t used = static_cast<int64_t>(e.packed_kv.size());
+  ::testing::AssertionResult rows = ::specverify::testing::BytesEqual(
+      std::span<const std::byte>(packed).first(used), e.packed_kv);
+  if (!rows) return rows;
+  return ::specverify::testing::AllBytesAre(std::span<const std::byte>(packed).subspan(used),
+                                            kPoison);
+}
+
+std::vector<GreedyWorkloadOptions> Cases() {
+  std::vector<GreedyWorkloadOptions> cases = ::specverify::testing::GreedyRaggedCases();
+  for (const GreedyWorkloadOptions& o : ::specverify::testing::GreedyFoundationGrid()) {
+    // Two acceptance rates of the grid keep the run short; the kernels' own
+    // tests cover the whole grid. Points over 8 MiB of KV add host time, not
+    // coverage.
+    if ((o.alpha == 0.3 || o.alpha == 1.0) &&
+        int64_t{o.num_sequences} * o.gamma_max * o.row_bytes <= (int64_t{8} << 20)) {
+      cases.push_back(o);
+    }
+  }
+  return cases;
+}
+
+class CudaExecutorPathTest : public ::testing::TestWithParam<GreedyPath> {};
+
+TEST_P(CudaExecutorPathTest, MatchesOracleOverTheGridWithThePathForced) {
+  SKIP_WITHOUT_GPU();
+  const GreedyPath path = GetParam();
+  const int64_t threshold = path == GreedyPath::kFused ? kFusedAlwaysThreshold : 0;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(threshold));
+  ASSERT_THAT(executor, IsOk());
+  EXPECT_EQ((*executor)->Describe().dispatch_threshold_source, "config");
+  EXPECT_EQ((*executor)->Describe().dispatch_threshold_bytes, threshold);
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena =
+      (*executor)->AllocateArenaMemory(::specverify::testing::kMaxGridDraftKvBytes + 4096);
+  ASSERT_THAT(arena, IsOk());
+  EXPECT_EQ((*arena)->kind(), "cuda:0");
+
+  const ExecutionPathLabel want =
+      path == GreedyPath::kFused ? ExecutionPathLabel::kFused : ExecutionPathLabel::kTwoStep;
+  uint64_t id = 0;
+  for (const GreedyWorkloadOptions& o : Cases()) {
+    SCOPED_TRACE(::testing::Message() << "b=" << o.num_sequences << " gamma=[" << o.gamma_min
+                                      << "," << o.gamma_max << "] alpha=" << o.alpha
+                                      << " row_bytes=" << o.row_bytes);
+    absl::StatusOr<GreedyWorkload> w = GenerateGreedyWorkload(o);
+    ASSERT_THAT(w, IsOk());
+    // An odd offset: the arena hands out 256-aligned ranges, the kernels
+    // must not depend on more.
+    const int64_t offset = 256 * (id % 3);
+    PoisonArena(**arena, offset, w->total_draft_rows() * w->row_bytes());
+    Outcome out = RunBatch(**executor, MakeBatch(*w, **arena, offset, ++id));
+    ASSERT_THAT(out.status, IsOk());
+    EXPECT_EQ(out.batch->path, want);
+    EXPECT_TRUE(out.batch->verified);
+    EXPECT_GT(out.batch->device_time, absl::ZeroDuration());
+    EXPECT_NE(out.completion_thread, std::this_thread::get_id());
+    ASSERT_TRUE(MatchesOracle(*w, *out.batch, **arena, offset));
+  }
+  EXPECT_THAT((*executor)->health(), IsOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(BothPaths, CudaExecutorPathTest,
+                         ::testing::Values(GreedyPath::kFused, GreedyPath::kTwoStep),
+                         [](const auto& info) { return std::string(GreedyPathName(info.param)); });
+
+TEST(CudaExecutorTest, OverlappingBatchesInThreeSlotsAllMatchTheOracle) {
+  SKIP_WITHOUT_GPU();
+  CudaExecutorOptions o = SmallOptions(/*threshold=*/256 << 10);  // both paths in the mix
+  o.slots = 3;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(o);
+  ASSERT_THAT(executor, IsOk());
+  EXPECT_EQ((*executor)->max_batches_in_flight(), 3);
+  constexpr int kBatches = 40;
+  constexpr int64_t kStride = 8 << 20;
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena =
+      (*executor)->AllocateArenaMemory(kBatches * kStride);
+  ASSERT_THAT(arena, IsOk());
+
+  std::vector<GreedyWorkload> workloads;
+  for (int i = 0; i < kBatches; ++i) {
+    GreedyWorkloadOptions w;
+    w.num_sequences = 1 + (i * 37) % 300;
+    w.gamma_min = 1;
+    w.gamma_max = 1 + i % 16;
+    w.alpha = 0.6;
+    w.row_bytes = (i % 4 == 0) ? 0 : (i % 4 == 1 ? 512 : 4096);
+    w.seed = 77 + i;
+    workloads.push_back(*GenerateGreedyWorkload(w));
+    PoisonArena(**arena, i * kStride, workloads.back().total_draft_rows() * w.row_bytes);
+  }
+  // Submitted without waiting: the executor queues, stages into free slots
+  // and completes in order.
+  absl::Mutex mu;
+  std::vector<std::unique_ptr<Batch>> done(kBatches);
+  std::vector<absl::Status> statuses(kBatches);
+  int completed = 0;
+  bool fused = false, two_step = false;
+  for (int i = 0; i < kBatches; ++i) {
+    (*executor)->Submit(MakeBatch(workloads[i], **arena, i * kStride, i),
+                        [&, i](std::unique_ptr<Batch> b, absl::Status s) {
+                          absl::MutexLock lock(&mu);
+                          fused |= b->path == ExecutionPathLabel::kFused;
+                          two_step |= b->path == ExecutionPathLabel::kTwoStep;
+                          done[i] = std::move(b);
+                          statuses[i] = std::move(s);
+                          ++completed;
+                        });
+  }
+  {
+    absl::MutexLock lock(&mu);
+    mu.Await(absl::Condition(+[](int* c) { return *c == kBatches; }, &completed));
+  }
+  for (int i = 0; i < kBatches; ++i) {
+    SCOPED_TRACE(i);
+    ASSERT_THAT(statuses[i], IsOk());
+    ASSERT_TRUE(MatchesOracle(workloads[i], *done[i], **arena, i * kStride));
+  }
+  EXPECT_TRUE(fused);
+  EXPECT_TRUE(two_step);
+}
+
+TEST(CudaExecutorTest, CalibratesTheThresholdWhenNoneIsConfigured) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(SmallOptions(-1));
+  ASSERT_THAT(executor, IsOk());
+  const BackendDescription d = (*executor)->Describe();
+  EXPECT_EQ(d.name, "cuda");
+  EXPECT_EQ(d.dispatch_threshold_source, "calibration");
+  EXPECT_GT(d.dispatch_threshold_bytes, 0);
+  EXPECT_FALSE((*executor)->dispatch_info().summary.empty());
+  EXPECT_FALSE((*executor)->dispatch_info().measurements.empty());
+  EXPECT_FALSE(d.device_name.empty());
+}
+
+TEST(CudaExecutorTest, InjectedFaultFailsTheBatchAndEveryLaterOneStickily) {
+  SKIP_WITHOUT_GPU();
+  CudaExecutorOptions o = SmallOptions(kFusedAlwaysThreshold);
+  o.fail_batch_number_for_testing = 2;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(o);
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 20);
+  ASSERT_THAT(arena, IsOk());
+  GreedyWorkloadOptions wo;
+  wo.num_sequences = 16;
+  wo.row_bytes = 64;
+  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+
+  PoisonArena(**arena, 0, w.total_draft_rows() * w.row_bytes());
+  Outcome first = RunBatch(**executor, MakeBatch(w, **arena, 0, 1));
+  ASSERT_THAT(first.status, IsOk());
+  EXPECT_TRUE(MatchesOracle(w, *first.batch, **arena, 0));
+  EXPECT_THAT((*executor)->health(), IsOk());
+
+  Outcome second = RunBatch(**executor, MakeBatch(w, **arena, 0, 2));
+  EXPECT_THAT(second.status, StatusIs(absl::StatusCode::kInternal,
+                                      HasSubstr("cudaErrorInvalidMemcpyDirection")));
+  EXPECT_THAT((*executor)->health(),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("out of service")));
+  // Sticky: a later batch never runs, whatever the device would now do.
+  Outcome third = RunBatch(**executor, MakeBatch(w, **arena, 0, 3));
+  EXPECT_THAT(third.status, StatusIs(absl::StatusCode::kInternal,
+                                     HasSubstr("cudaErrorInvalidMemcpyDirection")));
+  EXPECT_TRUE(third.batch->results.accepted_lengths.empty());
+}
+
+TEST(CudaExecutorTest, ExplicitFaultHookFailsTheNextBatch) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 20);
+  ASSERT_THAT(arena, IsOk());
+  GreedyWorkloadOptions wo;
+  wo.num_sequences = 4;
+  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+  (*executor)->InjectFaultForTesting();
+  EXPECT_THAT(RunBatch(**executor, MakeBatch(w, **arena, 0, 1)).status,
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("cuda:0")));
+  EXPECT_FALSE((*executor)->health().ok());
+}
+
+TEST(CudaExecutorTest, BatchLargerThanTheSlotsFailsAloneWithoutAFault) {
+  SKIP_WITHOUT_GPU();
+  CudaExecutorOptions o = SmallOptions(kFusedAlwaysThreshold);
+  o.max_batch_sequences = 8;
+  o.max_draft_tokens = 8;
+  o.max_batch_kv_bytes = 4096;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(o);
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 20);
+  ASSERT_THAT(arena, IsOk());
+  GreedyWorkloadOptions wo;
+  wo.num_sequences = 16;
+  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+  EXPECT_THAT(RunBatch(**executor, MakeBatch(w, **arena, 0, 1)).status,
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("16 sequences")));
+  EXPECT_THAT((*executor)->health(), IsOk());
+}
+
+TEST(CudaExecutorTest, StartUpOutOfMemoryNamesTheFlagToLower) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  EXPECT_THAT((*executor)->AllocateArenaMemory(int64_t{1} << 50),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--kv_arena_bytes")));
+  CudaExecutorOptions huge = SmallOptions(kFusedAlwaysThreshold);
+  huge.max_batch_kv_bytes = int64_t{1} << 46;
+  EXPECT_THAT(CudaExecutor::Create(huge),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("--max_batch_bytes")));
+  // Neither failure is a device fault.
+  EXPECT_THAT((*executor)->health(), IsOk());
+}
+
+TEST(CudaExecutorTest, ArenaCopyOutsideTheArenaIsOutOfRange) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(4096);
+  ASSERT_THAT(arena, IsOk());
+  std::vector<std::byte> out(8192);
+  EXPECT_THAT((*arena)->CopyToHost(4000, 200, out.data()),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("outside the arena")));
+  EXPECT_THAT((*arena)->CopyToHost(0, 4096, out.data()), IsOk());
+  EXPECT_TRUE(::specverify::testing::AllBytesAre(std::span<const std::byte>(out).first(4096),
+                                                 std::byte{0}));
+}
+
+TEST(CudaExecutorTest, NoDeviceAtThatOrdinalIsAFailedPrecondition) {
+  CudaExecutorOptions o;
+  o.device_ordinal = 4096;
+  EXPECT_THAT(CudaExecutor::Create(o),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("cuda:4096")));
+}
+
+TEST(CudaExecutorTest, SubmitAfterShutdownIsUnavailable) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  (*executor)->Shutdown();
+  GreedyWorkloadOptions wo;
+  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+  auto batch = std::make_unique<Batch>();
+  batch->inputs.draft_offsets = w.draft_offsets;
+  absl::Status status;
+  (*executor)->Submit(std::move(batch),
+                      [&](std::unique_ptr<Batch>, absl::Status s) { status = std::move(s); });
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+}
+
+}  // namespace
+}  // namespace specverify::server
