@@ -1,6 +1,8 @@
 #include "client/loadgen/loadgen.h"
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "client/loadgen/load_workload.h"
@@ -122,10 +124,19 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
 
   for (const StepSpec& spec : StepsOf(config)) {
     StepPair pair;
-    absl::StatusOr<MetricSamples> before;
-    if (!config.metrics_url.empty()) before = Scrape(config.metrics_url);
+    // The "before" scrape is taken when the warm-up ends, on its own thread so
+    // that it never delays a send; "after" once every answer is in.
+    absl::StatusOr<MetricSamples> before = absl::UnavailableError("not scraped");
+    std::thread before_scrape;
+    if (!config.metrics_url.empty()) {
+      before_scrape = std::thread([&before, &config] {
+        std::this_thread::sleep_for(std::chrono::duration<double>(config.warmup_s));
+        before = Scrape(config.metrics_url);
+      });
+    }
     options.label = StepName(spec, "server");
     absl::StatusOr<StepResult> result = RunStep(**server, **workload, spec, options);
+    if (before_scrape.joinable()) before_scrape.join();
     if (!result.ok()) return result.status();
     pair.server = std::move(*result);
     pair.server.target = "server";

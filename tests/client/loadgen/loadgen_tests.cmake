@@ -14,7 +14,7 @@ specverify_test(loadgen_unit_test
     ${SPECVERIFY_LOADGEN_TEST_DIR}/report_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/schedule_test.cc
   LIBS specverify_loadgen_core
-  LABELS client loadgen)
+  LABELS loadgen)
 
 # The whole load generator against an in-process fake Verifier on loopback,
 # including fakes that answer wrongly.
@@ -23,7 +23,21 @@ specverify_test(loadgen_fake_server_test
     ${SPECVERIFY_LOADGEN_TEST_DIR}/fake_verifier.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/loadgen_fake_server_test.cc
   LIBS specverify_loadgen_core
-  LABELS client loadgen)
+  LABELS loadgen)
 target_compile_definitions(loadgen_fake_server_test PRIVATE
   SPECVERIFY_LOADGEN_BINARY="$<TARGET_FILE:specverify-loadgen>")
 add_dependencies(loadgen_fake_server_test specverify-loadgen)
+
+# The load generator against the real server (CPU and no-op backends) started
+# as child processes on loopback, in every mode.
+if(TARGET specverify-server)
+  specverify_test(loadgen_server_test
+    SOURCES
+      ${SPECVERIFY_LOADGEN_TEST_DIR}/server_process.cc
+      ${SPECVERIFY_LOADGEN_TEST_DIR}/loadgen_server_test.cc
+    LIBS specverify_loadgen_core
+    LABELS loadgen)
+  target_compile_definitions(loadgen_server_test PRIVATE
+    SPECVERIFY_SERVER_BINARY="$<TARGET_FILE:specverify-server>")
+  add_dependencies(loadgen_server_test specverify-server)
+endif()

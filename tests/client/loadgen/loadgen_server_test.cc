@@ -1,0 +1,206 @@
+// specverify-loadgen against the real specverify-server (CPU backend, and the
+// no-op backend as the transport ceiling), each started as a child process on
+// loopback: every mode answers every request correctly, the counts agree, the
+// server's /metrics are joined in, and both servers drain with exit code 0.
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "client/loadgen/loadgen.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/client/loadgen/server_process.h"
+
+namespace specverify::loadgen {
+namespace {
+
+using ::specverify::testing::PickFreeLoopbackPort;
+using ::specverify::testing::ServerProcess;
+
+// A few hundred requests per step: enough for every code path and a p99,
+// about 0.1-0.3 s per step on one CPU core.
+constexpr int64_t kRequestsPerStep = 300;
+
+class LoadgenServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    metrics_port_ = PickFreeLoopbackPort();
+    auto server = ServerProcess::Start(
+        SPECVERIFY_SERVER_BINARY,
+        {"--device=cpu", absl::StrCat("--metrics_address=127.0.0.1:", metrics_port_)});
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = new ServerProcess(std::move(*server));
+    auto noop = ServerProcess::Start(SPECVERIFY_SERVER_BINARY, {"--device=noop", "--metrics_address="});
+    ASSERT_TRUE(noop.ok()) << noop.status();
+    noop_ = new ServerProcess(std::move(*noop));
+  }
+
+  static void TearDownTestSuite() {
+    // A clean drain on SIGTERM is part of the contract the demo relies on.
+    for (ServerProcess** p : {&server_, &noop_}) {
+      if (*p == nullptr) continue;
+      absl::StatusOr<int> code = (*p)->Stop();
+      EXPECT_TRUE(code.ok()) << code.status();
+      if (code.ok()) EXPECT_EQ(*code, 0);
+      delete *p;
+      *p = nullptr;
+    }
+  }
+
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    ASSERT_NE(noop_, nullptr);
+  }
+
+  static LoadgenConfig BaseConfig() {
+    LoadgenConfig c;
+    c.address = server_->address();
+    c.concurrency = {8};
+    c.requests = kRequestsPerStep;
+    c.warmup_s = 0.1;
+    c.transport.deadline_ms = 10000;
+    c.connect_timeout_s = 5;
+    c.workload.gamma_min = c.workload.gamma_max = 8;
+    c.workload.alpha = 0.6;
+    c.workload.sequences_per_request = 4;
+    c.workload.row_bytes = 512;
+    c.workload.pool_requests = 128;
+    return c;
+  }
+
+  static std::string MetricsUrl() {
+    return absl::StrCat("http://127.0.0.1:", metrics_port_, "/metrics");
+  }
+
+  static ServerProcess* server_;
+  static ServerProcess* noop_;
+  static int metrics_port_;
+};
+
+ServerProcess* LoadgenServerTest::server_ = nullptr;
+ServerProcess* LoadgenServerTest::noop_ = nullptr;
+int LoadgenServerTest::metrics_port_ = 0;
+
+void ExpectCorrectAndConsistent(const RunReport& report, int64_t expected_sent_per_step,
+                                int32_t sequences_per_request) {
+  ASSERT_FALSE(report.steps.empty());
+  for (const StepPair& pair : report.steps) {
+    const StepResult& r = pair.server;
+    EXPECT_EQ(r.sent, r.ok + r.rpc_errors);
+    EXPECT_EQ(r.latency.count(), r.ok);
+    EXPECT_EQ(r.send_lag.count(), r.sent);
+    if (expected_sent_per_step > 0) EXPECT_EQ(r.sent, expected_sent_per_step);
+    EXPECT_EQ(r.rpc_errors, 0) << (r.error_examples.empty() ? "" : r.error_examples[0]);
+    EXPECT_EQ(r.ok, r.sent);
+    EXPECT_EQ(r.wrong_answers, 0)
+        << (r.wrong_answer_examples.empty() ? "" : r.wrong_answer_examples[0]);
+    EXPECT_EQ(r.kv_mismatches, 0);
+    EXPECT_EQ(r.kv_fetch_errors, 0) << (r.error_examples.empty() ? "" : r.error_examples[0]);
+    EXPECT_EQ(r.unverified, 0);
+    EXPECT_EQ(r.sequences, int64_t{sequences_per_request} * r.ok);
+    // The server's timing block is filled for every answer.
+    EXPECT_EQ(r.server_queue.count(), r.ok);
+  }
+  EXPECT_EQ(report.server.backend, "cpu");
+  EXPECT_EQ(ExitCodeFor(report), kExitOk);
+}
+
+TEST_F(LoadgenServerTest, ClosedLoopUnaryWithMetrics) {
+  LoadgenConfig c = BaseConfig();
+  c.concurrency = {1, 8};
+  c.metrics_url = MetricsUrl();
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+  for (const StepPair& pair : report->steps) {
+    // Acceptance of Binomial(8, 0.6) drafts: 0.6 within sampling noise.
+    EXPECT_NEAR(pair.server.acceptance(), 0.6, 0.05);
+    EXPECT_TRUE(pair.server.metrics.scraped) << pair.server.metrics.error;
+    EXPECT_TRUE(pair.server.metrics.has_queue_delay);
+    EXPECT_TRUE(pair.server.metrics.has_device_time);
+    EXPECT_GT(pair.server.metrics.batches, 0);
+    // Every handle was released (no fetch asked for).
+    EXPECT_EQ(pair.server.kv_released, pair.server.ok);
+  }
+}
+
+TEST_F(LoadgenServerTest, ClosedLoopStreamOverTwoChannels) {
+  LoadgenConfig c = BaseConfig();
+  c.rpc = RpcKind::kStream;
+  c.channels = 2;
+  c.concurrency = {16};
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+}
+
+TEST_F(LoadgenServerTest, OpenLoopConstantRate) {
+  LoadgenConfig c = BaseConfig();
+  c.mode = LoopMode::kOpen;
+  c.rates = {500};
+  c.requests = 0;
+  c.duration_s = 0.4;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  // Intended send times i / 500 s inside [0.1 s, 0.5 s): exactly 200.
+  ExpectCorrectAndConsistent(*report, 200, 4);
+}
+
+TEST_F(LoadgenServerTest, OpenLoopPoissonOverAStream) {
+  LoadgenConfig c = BaseConfig();
+  c.mode = LoopMode::kOpen;
+  c.arrival = ArrivalProcess::kPoisson;
+  c.rpc = RpcKind::kStream;
+  c.rates = {1000};
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+}
+
+TEST_F(LoadgenServerTest, FetchKvOfEveryAnswerMatchesTheOracle) {
+  LoadgenConfig c = BaseConfig();
+  c.workload.fetch_kv_fraction = 1.0;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+  const StepResult& r = report->steps[0].server;
+  // Answers whose sequences all kept 0 rows have nothing to fetch and are
+  // released instead; with alpha 0.6 and 4 x 8 drafts that is very rare.
+  EXPECT_EQ(r.kv_fetches + r.kv_released, r.ok);
+  EXPECT_GT(r.kv_fetches, r.ok * 9 / 10);
+}
+
+TEST_F(LoadgenServerTest, InlineKvAndRaggedGamma) {
+  LoadgenConfig c = BaseConfig();
+  c.workload.kv_return = KvReturnMode::kInline;
+  c.workload.gamma_min = 1;
+  c.workload.gamma_max = 32;
+  c.workload.sequences_per_request = 7;
+  c.workload.row_bytes = 100;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 7);
+}
+
+TEST_F(LoadgenServerTest, TransportCeilingAgainstTheNoopServer) {
+  LoadgenConfig c = BaseConfig();
+  c.ceiling_address = noop_->address();
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+  ASSERT_TRUE(report->has_ceiling);
+  EXPECT_EQ(report->ceiling.backend, "noop");
+  const StepPair& pair = report->steps[0];
+  ASSERT_TRUE(pair.has_ceiling);
+  EXPECT_EQ(pair.ceiling.sent, kRequestsPerStep);
+  EXPECT_EQ(pair.ceiling.ok, pair.ceiling.sent);
+  EXPECT_EQ(pair.ceiling.unverified, pair.ceiling.ok);  // unverified, not wrong
+  EXPECT_EQ(pair.ceiling.wrong_answers, 0);
+  const CeilingRatio ratio = ComputeCeilingRatio(pair);
+  EXPECT_GT(ratio.throughput_ratio, 0);
+  EXPECT_GT(ratio.p99_ratio, 0);
+}
+
+}  // namespace
+}  // namespace specverify::loadgen
