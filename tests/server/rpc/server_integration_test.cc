@@ -2,6 +2,7 @@
 // the real client library over gRPC. Every answer is checked against the
 // workload generator's oracle, KV bytes included.
 #include <atomic>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -47,6 +48,33 @@ bool Eventually(const std::function<bool()>& done,
   }
   return true;
 }
+
+// Counts how the server finished each Verify call, by code.
+class CountingMetrics final : public ServerMetrics {
+ public:
+  void SetIdentity(const ServerIdentity&) override {}
+  void OnRequestFinished(RpcMethod method, absl::StatusCode code, absl::Duration) override {
+    if (method != RpcMethod::kVerify) return;
+    absl::MutexLock lock(&mu_);
+    ++finished_[code];
+  }
+  void OnRequestRejected(RejectReason) override {}
+  void OnQueueDelay(absl::Duration) override {}
+  void OnBatchExecuted(const BatchReport&) override {}
+  void SetQueuedSequences(int64_t) override {}
+  void SetInFlightSequences(int64_t) override {}
+  void SetArenaUsage(int64_t, int64_t, int64_t) override {}
+  void OnHandlesExpired(int64_t) override {}
+  void OnDeviceError() override {}
+  std::map<absl::StatusCode, int> finished() {
+    absl::MutexLock lock(&mu_);
+    return finished_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::map<absl::StatusCode, int> finished_ ABSL_GUARDED_BY(mu_);
+};
 
 class ServerTest : public ::testing::Test {
  protected:
@@ -111,7 +139,7 @@ class ServerTest : public ::testing::Test {
 
   GreedyWorkload workload_;
   ServerOptions options_;
-  NoopServerMetrics metrics_;
+  CountingMetrics metrics_;
   ControllableBackend* backend_ = nullptr;
   std::unique_ptr<VerifierServer> server_;
   std::unique_ptr<VerifierClient> client_;
@@ -468,23 +496,25 @@ TEST_F(ServerTest, HealthGoesNotServingWhileDrainingAndWorkInFlightFinishes) {
 TEST_F(ServerTest, ShutdownUnderLoadLosesNoRequest) {
   Start();
   constexpr int kThreads = 8;
-  std::atomic<int> ok{0}, unavailable{0}, wrong{0};
+  std::atomic<int> ok{0}, refused{0}, wrong{0};
   absl::Mutex mu;
   std::string first_wrong;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       std::unique_ptr<VerifierClient> client = NewClient();
-      // Until the server answers UNAVAILABLE (draining, or gone): every
-      // answer before that must be a correct one.
+      // Until the server refuses (UNAVAILABLE while draining or once gone;
+      // CANCELLED when a call races gRPC's own listener shutdown and never
+      // reaches a handler): every answer before that must be a correct one.
       for (int i = 0;; ++i) {
         const int first = (t * 37 + i) % 400;
         absl::StatusOr<v1::VerifyResponse> r = client->Verify(Request(first, 2, v1::KV_RETURN_INLINE));
         absl::Status s = r.ok() ? Check(first, 2, v1::KV_RETURN_INLINE, *r) : r.status();
         if (s.ok()) {
           ok.fetch_add(1);
-        } else if (s.code() == absl::StatusCode::kUnavailable) {
-          unavailable.fetch_add(1);  // draining, or the listener is gone
+        } else if (s.code() == absl::StatusCode::kUnavailable ||
+                   s.code() == absl::StatusCode::kCancelled) {
+          refused.fetch_add(1);
           return;
         } else {
           wrong.fetch_add(1);
@@ -499,7 +529,15 @@ TEST_F(ServerTest, ShutdownUnderLoadLosesNoRequest) {
   EXPECT_THAT(server_->Shutdown(absl::Seconds(5)), IsOk());
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0) << first_wrong;
-  EXPECT_EQ(unavailable.load(), kThreads);
+  EXPECT_EQ(refused.load(), kThreads);
+  // Server side: every call a handler saw was answered OK or UNAVAILABLE;
+  // none was cancelled or lost, and every OK reached its client.
+  std::map<absl::StatusCode, int> finished = metrics_.finished();
+  EXPECT_EQ(finished[absl::StatusCode::kOk], ok.load());
+  EXPECT_LE(finished[absl::StatusCode::kUnavailable], kThreads);
+  finished.erase(absl::StatusCode::kOk);
+  finished.erase(absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(finished.empty()) << "unexpected server-side codes";
 }
 
 TEST_F(ServerTest, BackendFailureFailsRequestsInternalAndStopsServing) {
