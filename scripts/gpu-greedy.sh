@@ -67,14 +67,19 @@ if command -v compute-sanitizer > /dev/null; then
       "$bin/greedy_cuda_test" --gtest_brief=1 --gtest_filter="$filter" \
       > "$out/sanitizer_$tool.txt" 2>&1
     note "compute-sanitizer $tool: rc=$? ($(( $(date +%s) - start )) s) $(grep -E '^\[  (PASSED|FAILED) |ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.txt" | tr '\n' ' ')"
+    grep -m8 -E '^========= +(Error|Warning|Invalid|Race|.*hazard)' "$out/sanitizer_$tool.txt" | tee -a "$summary"
   done
 else
   note "compute-sanitizer not found: sanitizer runs skipped"
 fi
 
+# The run tool returns at most 8 files: logs travel as one tarball.
+(cd "$out" && tar czf logs.tgz ./*.txt && rm -f bench.txt cuda_test.txt dispatch_test.txt \
+  torch.txt sanitizer_*.txt environment.txt)
+
 echo
 echo "================ bench table (medians, us) ================"
-sed -n '/^ *b gam/,$p' "$out/bench.txt" | tail -60
+tar xzf "$out/logs.tgz" -O ./bench.txt | sed -n '/packedKB/,$p' | grep -E '^ +(1|32|1024|4096) +(8|128|256) ' | head -60
 echo
 cat "$out/report.txt"
 echo

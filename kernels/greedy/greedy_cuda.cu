@@ -23,6 +23,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <climits>
 #include <cstdint>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
@@ -45,7 +47,7 @@ constexpr int kNaiveThreadsPerBlock = 128;
 // at equal parallelism).
 constexpr int kPackThreadsPerBlock = 256;
 // Copy loops keep this many independent vector loads in flight per thread.
-constexpr int kCopyUnroll = 4;
+constexpr int kCopyUnroll = 8;
 
 // Look-back status word: flag in the high 32 bits, value in the low 32 bits,
 // published with one 64-bit store so a reader never sees a flag without its
@@ -81,26 +83,56 @@ using DeviceAtomicRef = cuda::atomic_ref<T, cuda::thread_scope_device>;
 
 // --- Shared device functions ------------------------------------------------
 
-// First j < limit with draft[j] != target[j], else limit. Whole warp calls it
-// (convergent); every lane returns the same value. Every lane runs the same
-// number of ballots whatever the outcome: no acceptance-driven divergence.
+// k = first j < limit with draft[j] != target[j], else limit; *next =
+// target[k]. Whole warp calls it (convergent); every lane returns the same
+// values. All ceil((limit + 1) / 32) chunks are loaded before the first
+// ballot, so a long accepted run costs one memory round trip, not one per
+// chunk; every lane runs the same ballots whatever the outcome (no
+// acceptance-driven divergence, seed 000 Opt A). target[k] comes from the
+// lane that loaded it (a shuffle). REQUIRES 1 <= limit <= gamma <=
+// kMaxDraftTokens, so target[0 .. limit] lies inside the sequence's gamma + 1
+// tokens.
 __device__ __forceinline__ int BallotAcceptedLength(const int32_t* draft,
                                                     const int32_t* target,
-                                                    int limit, int lane) {
-  for (int base = 0; base < limit; base += kWarpSize) {
-    const int j = base + lane;
-    const bool mismatch = j < limit && draft[j] != target[j];
-    const unsigned mask = __ballot_sync(kFullMask, mismatch);
-    if (mask != 0) return base + __ffs(mask) - 1;
+                                                    int limit, int lane,
+                                                    int* next) {
+  constexpr int kMaxChunks = (kMaxDraftTokens + 1 + kWarpSize - 1) / kWarpSize;
+  const int chunks = (limit + kWarpSize) / kWarpSize;  // covers 0 .. limit
+  int32_t t[kMaxChunks];
+  bool mismatch[kMaxChunks];
+#pragma unroll
+  for (int c = 0; c < kMaxChunks; ++c) {
+    const int j = c * kWarpSize + lane;
+    t[c] = c < chunks && j <= limit ? target[j] : 0;
+    mismatch[c] = c < chunks && j < limit && draft[j] != t[c];
   }
-  return limit;
+  // Fixed trip counts and no early exit keep t[] in registers (an early
+  // return inside the unrolled loop put it in local memory).
+  int k = limit;
+  bool found = false;
+#pragma unroll
+  for (int c = 0; c < kMaxChunks; ++c) {
+    const unsigned mask = __ballot_sync(kFullMask, mismatch[c]);
+    if (!found && mask != 0) {
+      found = true;
+      k = c * kWarpSize + __ffs(mask) - 1;
+    }
+  }
+  int value = 0;
+#pragma unroll
+  for (int c = 0; c < kMaxChunks; ++c) {
+    const int32_t from_lane = __shfl_sync(kFullMask, t[c], k % kWarpSize);
+    if (c == k / kWarpSize) value = from_lane;
+  }
+  *next = value;
+  return k;
 }
 
 __device__ __forceinline__ void WriteVerifyOutputs(const GreedyBatchOutput& out,
                                                    int seq, int k, int gamma,
-                                                   const int32_t* target) {
+                                                   int next) {
   out.accepted_lengths[seq] = k;
-  out.next_tokens[seq] = target[k];
+  out.next_tokens[seq] = next;
   out.mismatch[seq] = k < gamma ? 1 : 0;
 }
 
@@ -153,7 +185,7 @@ __global__ void NaiveGreedyVerifyKernel(GreedyVerifyParams p) {
   const int32_t* target = p.input.target_tokens + first + seq;
   int k = 0;
   while (k < gamma && draft[k] == target[k]) ++k;
-  WriteVerifyOutputs(p.output, seq, k, gamma, target);
+  WriteVerifyOutputs(p.output, seq, k, gamma, target[k]);
 }
 
 __global__ void __launch_bounds__(kVerifyThreadsPerBlock)
@@ -166,8 +198,9 @@ __global__ void __launch_bounds__(kVerifyThreadsPerBlock)
   const int gamma = p.input.draft_offsets[seq + 1] - first;
   const int32_t* draft = p.input.draft_tokens + first;
   const int32_t* target = p.input.target_tokens + first + seq;
-  const int k = BallotAcceptedLength(draft, target, gamma, lane);
-  if (lane == 0) WriteVerifyOutputs(p.output, seq, k, gamma, target);
+  int next = 0;
+  const int k = BallotAcceptedLength(draft, target, gamma, lane, &next);
+  if (lane == 0) WriteVerifyOutputs(p.output, seq, k, gamma, next);
 }
 
 // --- Two-step pack -------------------------------------------------------------
@@ -202,21 +235,68 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
 struct FusedSharedStorage {
   typename cub::BlockScan<int, kFusedThreadsPerBlock>::TempStorage scan;
   int tile;
-  int tile_prefix;  // accepted rows before this tile (exclusive)
   int last_block;
+  // offsets[0 .. b] when b < kFusedThreadsPerBlock (then one load serves both
+  // the search and the overlap list).
+  int all_offsets[kFusedThreadsPerBlock];
   // offsets[s_first .. s_first + n_seq], n_seq <= kFusedMaxTileRows
   int offsets[kFusedMaxTileRows + 1];
   int accepted_in_tile[kFusedMaxTileRows];  // per overlapping sequence
   int first_in_tile[kFusedMaxTileRows];     // first draft row inside the tile
   int dest_in_tile[kFusedMaxTileRows];      // exclusive scan of accepted_in_tile
   int src_row[kFusedMaxTileRows];           // per accepted row of the tile
+  int warp_first_inclusive[kFusedWarps];    // look-back, per warp
+  int warp_sum[kFusedWarps];
 };
+
+// Exclusive prefix of accepted rows before `tile`, by the whole block: 256
+// predecessors per step (a warp-wide window of 32 made tile 1023 of a
+// 1024-tile batch walk 32 dependent steps when every tile starts at once).
+// Lanes are ordered nearest predecessor first; the nearest inclusive prefix
+// ends the walk, aggregates nearer than it are added to it.
+__device__ __forceinline__ int BlockLookback(unsigned long long* status,
+                                            int tile, FusedSharedStorage& smem,
+                                            int tid, int lane, int warp) {
+  int exclusive = 0;
+  for (int window_top = tile - 1;; window_top -= kFusedThreadsPerBlock) {
+    const int pred = window_top - tid;
+    unsigned long long word;
+    do {
+      word = pred >= 0 ? DeviceAtomicRef<unsigned long long>(status[pred]).load(
+                             cuda::memory_order_relaxed)
+                       : (kStatusInclusive << 32);  // before tile 0: prefix 0
+    } while (__syncthreads_or((word >> 32) == kStatusInvalid));
+    const unsigned inclusive =
+        __ballot_sync(kFullMask, (word >> 32) == kStatusInclusive);
+    if (lane == 0) {
+      smem.warp_first_inclusive[warp] =
+          inclusive != 0 ? warp * kWarpSize + __ffs(inclusive) - 1
+                         : kFusedThreadsPerBlock;
+    }
+    __syncthreads();
+    int stop = kFusedThreadsPerBlock;
+#pragma unroll
+    for (int w = 0; w < kFusedWarps; ++w) {
+      stop = min(stop, smem.warp_first_inclusive[w]);
+    }
+    int value = tid <= stop ? static_cast<int>(word & 0xffffffffu) : 0;
+#pragma unroll
+    for (int delta = kWarpSize / 2; delta > 0; delta /= 2) {
+      value += __shfl_xor_sync(kFullMask, value, delta);
+    }
+    if (lane == 0) smem.warp_sum[warp] = value;
+    __syncthreads();
+#pragma unroll
+    for (int w = 0; w < kFusedWarps; ++w) exclusive += smem.warp_sum[w];
+    if (stop < kFusedThreadsPerBlock) return exclusive;
+  }
+}
 
 template <int kVec>
 __global__ void __launch_bounds__(kFusedThreadsPerBlock)
     FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
-                                int num_tiles, int64_t total_rows,
-                                LookbackState* state) {
+                                int num_tiles, int total_rows,
+                                bool dynamic_tiles, LookbackState* state) {
   __shared__ FusedSharedStorage smem;
   unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
   const int tid = threadIdx.x;
@@ -225,23 +305,29 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   const int b = p.input.num_sequences;
   const int32_t* offsets = p.input.draft_offsets;
 
-  if (tid == 0) {
-    smem.tile = static_cast<int>(
-        DeviceAtomicRef<unsigned int>(state->next_tile)
-            .fetch_add(1u, cuda::memory_order_relaxed));
+  // (1) The tile. When the grid fits on the GPU at once every block is
+  // resident, so predecessors always make progress and blockIdx serves;
+  // otherwise tiles are dealt in scheduling order by a counter.
+  int tile = blockIdx.x;
+  if (dynamic_tiles) {
+    if (tid == 0) {
+      smem.tile = static_cast<int>(
+          DeviceAtomicRef<unsigned int>(state->next_tile)
+              .fetch_add(1u, cuda::memory_order_relaxed));
+    }
+    __syncthreads();
+    tile = smem.tile;
   }
-  __syncthreads();
-  const int tile = smem.tile;
   const int tile_start = tile * tile_rows;
-  const int tile_end =
-      static_cast<int>(min(int64_t{tile_start} + tile_rows, total_rows));
+  const int tile_end = min(tile_start + tile_rows, total_rows);
 
   // (2) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
   // every `stride`-th offset; level 2 searches the bucket that holds it.
   const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
   const int sample = tid * stride;
-  const int bucket =
-      __syncthreads_count(sample <= b && offsets[sample] <= tile_start) - 1;
+  const int sample_value = sample <= b ? offsets[sample] : INT_MAX;
+  if (stride == 1) smem.all_offsets[tid] = sample_value;
+  const int bucket = __syncthreads_count(sample_value <= tile_start) - 1;
   int s_first = bucket * stride;
   if (stride > 1) {
     const int probe = s_first + 1 + tid;
@@ -251,13 +337,13 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   // Sequences s_first.. overlap the tile while they start before tile_end;
   // all but the first start inside it, so there are at most tile_rows.
   const int available = min(tile_rows + 1, b - s_first + 1);
-  int my_offset = 0;
+  int my_offset = INT_MAX;
   if (tid < available) {
-    my_offset = offsets[s_first + tid];
+    my_offset = stride == 1 ? smem.all_offsets[s_first + tid]
+                            : offsets[s_first + tid];
     smem.offsets[tid] = my_offset;
   }
-  const int n_seq = __syncthreads_count(tid < available && s_first + tid < b &&
-                                        my_offset < tile_end);
+  const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
 
   // (3) Verify. A tile that does not hold a sequence's first row needs its
   // acceptance only up to the tile end, so it scans no further.
@@ -269,13 +355,14 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
     const int32_t* target = p.input.target_tokens + first + seq;
     const bool owner = first >= tile_start;
     const int limit = owner ? gamma : min(gamma, tile_end - first);
-    const int k = BallotAcceptedLength(draft, target, limit, lane);
+    int next = 0;
+    const int k = BallotAcceptedLength(draft, target, limit, lane, &next);
     if (lane == 0) {
       const int lo = max(first, tile_start);
       const int hi = min(first + k, tile_end);
       smem.first_in_tile[q] = lo;
       smem.accepted_in_tile[q] = max(0, hi - lo);
-      if (owner) WriteVerifyOutputs(p.output, seq, k, gamma, target);
+      if (owner) WriteVerifyOutputs(p.output, seq, k, gamma, next);
     }
   }
   __syncthreads();
@@ -286,79 +373,75 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan)
       .ExclusiveSum(accepted, dest, tile_aggregate);
   if (tid < n_seq) smem.dest_in_tile[tid] = dest;
+  __syncthreads();
 
-  // (4) Decoupled look-back, warp 0.
-  if (warp == 0) {
-    int exclusive = 0;
-    if (tile == 0) {
-      if (lane == 0) {
-        DeviceAtomicRef<unsigned long long>(status[0]).store(
-            (kStatusInclusive << 32) | static_cast<unsigned>(tile_aggregate),
-            cuda::memory_order_relaxed);
-      }
-    } else {
-      if (lane == 0) {
-        DeviceAtomicRef<unsigned long long>(status[tile]).store(
-            (kStatusAggregate << 32) | static_cast<unsigned>(tile_aggregate),
-            cuda::memory_order_relaxed);
-      }
-      int window_top = tile - 1;  // nearest predecessor in the window
-      while (true) {
-        const int pred = window_top - lane;
-        unsigned long long word;
-        do {
-          word = pred >= 0
-                     ? DeviceAtomicRef<unsigned long long>(status[pred]).load(
-                           cuda::memory_order_relaxed)
-                     : (kStatusInclusive << 32);  // before tile 0: prefix 0
-        } while (__any_sync(kFullMask, (word >> 32) == kStatusInvalid));
-        const unsigned inclusive_lanes =
-            __ballot_sync(kFullMask, (word >> 32) == kStatusInclusive);
-        // Lanes nearer than the nearest inclusive prefix contribute their
-        // aggregates; that lane contributes its inclusive prefix.
-        const int stop = inclusive_lanes != 0 ? __ffs(inclusive_lanes) - 1
-                                              : kWarpSize - 1;
-        int value = lane <= stop ? static_cast<int>(word & 0xffffffffu) : 0;
+  // Source row of each accepted row of the tile, in packed order.
+  const int64_t rb = p.input.row_bytes;
+  const bool copies = rb > 0 && tile_aggregate > 0;
+  if (copies) {
+    for (int q = warp; q < n_seq; q += kFusedWarps) {
+      const int rows = smem.accepted_in_tile[q];
+      const int lo = smem.first_in_tile[q];
+      const int d = smem.dest_in_tile[q];
+      for (int r = lane; r < rows; r += kWarpSize) smem.src_row[d + r] = lo + r;
+    }
+    __syncthreads();
+  }
+  // The first round of KV loads goes out before the look-back: the source
+  // rows are known now, only the destination waits for the prefix, so the
+  // look-back's round trips hide behind the loads.
+  // 32-bit unit indices: a tile holds <= kFusedMaxTileRows rows of at most
+  // kMaxGreedyRowBytes, < 2^32 units (FusedTileRows caps tiles at 1 GiB).
+  using V = typename VecType<kVec>::type;
+  const unsigned units_per_row = rb > 0 ? static_cast<unsigned>(rb / kVec) : 1;
+  const unsigned units =
+      copies ? static_cast<unsigned>(tile_aggregate) * units_per_row : 0;
+  const V* src_base = reinterpret_cast<const V*>(p.input.draft_kv);
+  const unsigned row_units = units_per_row;  // a row's stride in V units
+  V v[kCopyUnroll];
+  auto load_round = [&](unsigned base) {
 #pragma unroll
-        for (int delta = kWarpSize / 2; delta > 0; delta /= 2) {
-          value += __shfl_xor_sync(kFullMask, value, delta);
-        }
-        exclusive += value;
-        if (inclusive_lanes != 0) break;
-        window_top -= kWarpSize;
-      }
-      if (lane == 0) {
-        DeviceAtomicRef<unsigned long long>(status[tile]).store(
-            (kStatusInclusive << 32) |
-                static_cast<unsigned>(exclusive + tile_aggregate),
-            cuda::memory_order_relaxed);
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const unsigned i = base + u * kFusedThreadsPerBlock;
+      if (i < units) {
+        const unsigned row = i / units_per_row;
+        const unsigned col = i - row * units_per_row;
+        v[u] = src_base[int64_t{smem.src_row[row]} * row_units + col];
       }
     }
-    __syncwarp();
-    if (lane == 0) {
-      smem.tile_prefix = exclusive;
-      // This block no longer touches the status array: count it out. The
-      // last one resets the state for the next launch on this stream.
-      const unsigned finished =
-          DeviceAtomicRef<unsigned int>(state->done)
-              .fetch_add(1u, cuda::memory_order_acq_rel);
-      smem.last_block = finished == static_cast<unsigned>(num_tiles - 1);
+  };
+  load_round(tid);
+
+  // (4) Decoupled look-back.
+  int tile_prefix = 0;
+  if (tile == 0) {
+    if (tid == 0) {
+      DeviceAtomicRef<unsigned long long>(status[0]).store(
+          (kStatusInclusive << 32) | static_cast<unsigned>(tile_aggregate),
+          cuda::memory_order_relaxed);
+    }
+  } else {
+    if (tid == 0) {
+      DeviceAtomicRef<unsigned long long>(status[tile]).store(
+          (kStatusAggregate << 32) | static_cast<unsigned>(tile_aggregate),
+          cuda::memory_order_relaxed);
+    }
+    tile_prefix = BlockLookback(status, tile, smem, tid, lane, warp);
+    if (tid == 0) {
+      DeviceAtomicRef<unsigned long long>(status[tile]).store(
+          (kStatusInclusive << 32) |
+              static_cast<unsigned>(tile_prefix + tile_aggregate),
+          cuda::memory_order_relaxed);
     }
   }
-  __syncthreads();
-  const int tile_prefix = smem.tile_prefix;
 
-  if (smem.last_block) {
-    for (int t = tid; t < num_tiles; t += kFusedThreadsPerBlock) {
-      DeviceAtomicRef<unsigned long long>(status[t]).store(
-          kStatusInvalid, cuda::memory_order_relaxed);
-    }
-    if (tid == 0) {
-      DeviceAtomicRef<unsigned int>(state->next_tile)
-          .store(0u, cuda::memory_order_relaxed);
-      DeviceAtomicRef<unsigned int>(state->done)
-          .store(0u, cuda::memory_order_relaxed);
-    }
+  // This block's status reads all ended before the last barrier of its
+  // look-back: count it out now, so the atomic's round trip overlaps the
+  // copy; its result is needed only at the end.
+  unsigned finished = 0;
+  if (tid == 0) {
+    finished = DeviceAtomicRef<unsigned int>(state->done)
+                   .fetch_add(1u, cuda::memory_order_acq_rel);
   }
 
   // (5) Offsets of the sequences that start in this tile; the total.
@@ -369,47 +452,37 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   if (tile == num_tiles - 1 && tid == 0) {
     p.output.packed_row_offsets[b] = tile_prefix + tile_aggregate;
   }
+  if (copies) {
+    V* dst = reinterpret_cast<V*>(p.output.packed_kv +
+                                  int64_t{tile_prefix} * rb);
+    for (unsigned base = tid;; base += kFusedThreadsPerBlock * kCopyUnroll) {
+#pragma unroll
+      for (int u = 0; u < kCopyUnroll; ++u) {
+        const unsigned i = base + u * kFusedThreadsPerBlock;
+        if (i < units) dst[i] = v[u];
+      }
+      const unsigned next_base = base + kFusedThreadsPerBlock * kCopyUnroll;
+      if (next_base >= units) break;
+      load_round(next_base);
+    }
+  }
 
-  const int64_t rb = p.input.row_bytes;
-  if (rb == 0 || tile_aggregate == 0) return;
-  for (int q = warp; q < n_seq; q += kFusedWarps) {
-    const int rows = smem.accepted_in_tile[q];
-    const int lo = smem.first_in_tile[q];
-    const int d = smem.dest_in_tile[q];
-    for (int r = lane; r < rows; r += kWarpSize) smem.src_row[d + r] = lo + r;
+  // (6) The last block out resets the look-back state for the next launch
+  // on this stream, so no per-launch init kernel is needed.
+  if (tid == 0) {
+    smem.last_block = finished == static_cast<unsigned>(num_tiles - 1);
   }
   __syncthreads();
-  // One sequence covers the whole tile (long drafts): one contiguous range.
-  std::byte* dst_base = p.output.packed_kv + int64_t{tile_prefix} * rb;
-  if (n_seq == 1) {
-    BlockCopyContiguous<kVec, kFusedThreadsPerBlock>(
-        p.input.draft_kv + int64_t{smem.src_row[0]} * rb, dst_base,
-        tile_aggregate * rb / kVec);
-    return;
-  }
-  using V = typename VecType<kVec>::type;
-  // 32-bit unit indices: a tile holds <= kFusedMaxTileRows rows of at most
-  // kMaxGreedyRowBytes, < 2^31 units (checked at launch).
-  const unsigned units_per_row = static_cast<unsigned>(rb / kVec);
-  const unsigned units = static_cast<unsigned>(tile_aggregate) * units_per_row;
-  V* dst = reinterpret_cast<V*>(dst_base);
-  for (unsigned base = tid; base < units;
-       base += kFusedThreadsPerBlock * kCopyUnroll) {
-    V v[kCopyUnroll];
-#pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const unsigned i = base + u * kFusedThreadsPerBlock;
-      if (i < units) {
-        const unsigned row = i / units_per_row;
-        const unsigned col = i - row * units_per_row;
-        v[u] = reinterpret_cast<const V*>(
-            p.input.draft_kv + int64_t{smem.src_row[row]} * rb)[col];
-      }
+  if (smem.last_block) {
+    for (int t = tid; t < num_tiles; t += kFusedThreadsPerBlock) {
+      DeviceAtomicRef<unsigned long long>(status[t]).store(
+          kStatusInvalid, cuda::memory_order_relaxed);
     }
-#pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const unsigned i = base + u * kFusedThreadsPerBlock;
-      if (i < units) dst[i] = v[u];
+    if (tid == 0) {
+      DeviceAtomicRef<unsigned int>(state->next_tile)
+          .store(0u, cuda::memory_order_relaxed);
+      DeviceAtomicRef<unsigned int>(state->done)
+          .store(0u, cuda::memory_order_relaxed);
     }
   }
 }
@@ -439,14 +512,45 @@ cudaError_t DispatchVector(int vec, Args&&... args) {
   }
 }
 
+// Blocks of the fused kernel the device holds at once (occupancy x SMs),
+// computed once per device and vector width: a host-only query, so it is
+// allowed while a stream is being captured.
+constexpr int kMaxCachedDevices = 64;
+
 template <int kVec>
 struct FusedLaunch {
+  static int ResidentBlocks() {
+    static std::atomic<int> cache[kMaxCachedDevices];
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) return 0;
+    std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
+    if (slot != nullptr) {
+      if (const int cached = slot->load(std::memory_order_relaxed); cached > 0) {
+        return cached;
+      }
+    }
+    int sms = 0;
+    int per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) !=
+            cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &per_sm, FusedGreedyVerifyPackKernel<kVec>, kFusedThreadsPerBlock,
+            0) != cudaSuccess) {
+      return 0;  // unknown: the launch falls back to the tile counter
+    }
+    const int resident = sms * per_sm;
+    if (slot != nullptr) slot->store(resident, std::memory_order_relaxed);
+    return resident;
+  }
+
   static cudaError_t Run(const GreedyDeviceBatch& batch, int tile_rows,
                          int num_tiles, LookbackState* state,
                          cudaStream_t stream) {
+    const bool dynamic_tiles = num_tiles > ResidentBlocks();
     FusedGreedyVerifyPackKernel<kVec>
         <<<num_tiles, kFusedThreadsPerBlock, 0, stream>>>(
-            batch.params, tile_rows, num_tiles, batch.total_draft_rows, state);
+            batch.params, tile_rows, num_tiles,
+            static_cast<int>(batch.total_draft_rows), dynamic_tiles, state);
     return cudaGetLastError();
   }
 };
@@ -455,7 +559,8 @@ template <int kVec>
 struct PackLaunch {
   static cudaError_t Run(const GreedyDeviceBatch& batch, cudaStream_t stream) {
     const int64_t rb = batch.params.input.row_bytes;
-    const int rows_per_block = FusedTileRows(rb);
+    // The same per-block byte budget as the smallest fused tiles.
+    const int rows_per_block = FusedTileRows(rb, 0);
     // row_bytes == 0: one thread still writes packed_row_offsets[b].
     const dim3 grid(rb == 0 ? 1 : batch.params.input.num_sequences,
                     rb == 0 ? 1
@@ -469,7 +574,8 @@ struct PackLaunch {
 
 cudaError_t LaunchFused(const GreedyDeviceBatch& batch,
                         const GreedyScratch& scratch, cudaStream_t stream) {
-  const int tile_rows = FusedTileRows(batch.params.input.row_bytes);
+  const int tile_rows = FusedTileRows(batch.params.input.row_bytes,
+                                      GreedyPackBytesUpperBound(batch));
   const int64_t num_tiles =
       (batch.total_draft_rows + tile_rows - 1) / tile_rows;
   if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
@@ -520,12 +626,14 @@ const char* GreedyPathName(GreedyPath path) {
   return "unknown";
 }
 
-int32_t FusedTileRows(int64_t row_bytes) {
+int32_t FusedTileRows(int64_t row_bytes, int64_t pack_bytes_upper_bound) {
   if (row_bytes <= 0) return kFusedMaxTileRows;
+  // At most 1 GiB per tile keeps its vector count within 32 bits.
+  const int64_t tile_bytes = std::min<int64_t>(
+      int64_t{1} << 30,
+      std::max(kFusedMinTileBytes, pack_bytes_upper_bound / kFusedTargetTiles));
   int32_t rows = kFusedMaxTileRows;
-  while (rows > kFusedMinTileRows && rows * row_bytes > kFusedTileBytes) {
-    rows /= 2;
-  }
+  while (rows > kFusedMinTileRows && rows * row_bytes > tile_bytes) rows /= 2;
   return rows;
 }
 

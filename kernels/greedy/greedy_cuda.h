@@ -125,20 +125,29 @@ cudaError_t LaunchGreedyVerifyOnly(const GreedyDeviceBatch& batch,
                                    GreedyScanKernel kernel,
                                    cudaStream_t stream);
 
-// Tuning constants of the fused path (documented in greedy_cuda.cu; exposed
-// for the benchmark's report).
+// Tuning constants of the fused path, from the H100 runs recorded in
+// docs/PERFORMANCE.md (issue #4):
+//  * 256 threads per block: 8 warps verify 8 sequences at once and the block
+//    still fits 8 times on an SM.
+//  * tiles of at least 16 KiB (one round of 16-byte loads per thread at 4 KiB
+//    rows) and at most ~kFusedTargetTiles tiles per batch: with every tile
+//    starting at once, 1024 tiles of 16 KiB cost 1.9x a D2D copy at 15 MB
+//    (look-back chains); fewer, larger tiles keep the prefix walk to one
+//    block-wide step.
 inline constexpr int kFusedThreadsPerBlock = 256;
-inline constexpr int64_t kFusedTileBytes = 16 * 1024;
+inline constexpr int64_t kFusedMinTileBytes = 16 * 1024;
+inline constexpr int64_t kFusedTargetTiles = 256;
 inline constexpr int32_t kFusedMinTileRows = 4;
 inline constexpr int32_t kFusedMaxTileRows = 128;
 // Largest KV row the CUDA paths accept (keeps a fused tile's vector count
-// within 32 bits: kFusedMinTileRows * 2^28 < 2^31).
+// within 32 bits: kFusedMinTileRows * 2^28 < 2^32).
 inline constexpr int64_t kMaxGreedyRowBytes = int64_t{1} << 28;
 
-// Draft rows per fused tile for a row size: kFusedTileBytes / row_bytes
-// rounded down to a power of two, clamped to [kFusedMinTileRows,
-// kFusedMaxTileRows].
-int32_t FusedTileRows(int64_t row_bytes);
+// Draft rows per fused tile: max(kFusedMinTileBytes, pack bytes upper bound /
+// kFusedTargetTiles) / row_bytes, rounded down to a power of two and clamped
+// to [kFusedMinTileRows, kFusedMaxTileRows]. kFusedMaxTileRows when
+// row_bytes == 0.
+int32_t FusedTileRows(int64_t row_bytes, int64_t pack_bytes_upper_bound);
 
 }  // namespace specverify
 

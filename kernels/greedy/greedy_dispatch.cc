@@ -12,11 +12,22 @@
 namespace specverify {
 namespace {
 
-// The ladder's shape for a pack size: gamma grows from 8 (the production
-// regime) to kMaxDraftTokens at b = 32, then b grows.
-std::pair<int32_t, int32_t> LadderShape(int64_t rows) {
+// The two shapes of every rung of the ladder (same pack bytes):
+//  deep: b = 32 and gamma grows from 8 to kMaxDraftTokens, then b grows
+//        (seed 000's stress axis);
+//  wide: gamma = 8 (the production regime) and b grows, up to
+//        kMaxBatchSequences.
+// The fused path's cost depends on the shape at equal bytes (tiles per
+// sequence, search depth), so a rung's verdict uses both.
+std::pair<int32_t, int32_t> DeepShape(int64_t rows) {
   const int64_t gamma = std::clamp<int64_t>(rows / 32, 8, kMaxDraftTokens);
   const int64_t b = std::max<int64_t>(1, rows / gamma);
+  return {static_cast<int32_t>(b), static_cast<int32_t>(gamma)};
+}
+
+std::pair<int32_t, int32_t> WideShape(int64_t rows) {
+  const int64_t b = std::clamp<int64_t>(rows / 8, 1, kMaxBatchSequences);
+  const int64_t gamma = std::clamp<int64_t>(rows / b, 1, kMaxDraftTokens);
   return {static_cast<int32_t>(b), static_cast<int32_t>(gamma)};
 }
 
@@ -83,13 +94,16 @@ absl::StatusOr<GreedyDispatchInfo> CalibrateGreedyDispatch(
   }
   const auto started = std::chrono::steady_clock::now();
   const int64_t max_rows = options.max_pack_bytes / options.row_bytes;
-  const auto [max_b, max_gamma] = LadderShape(max_rows);
+  const auto [deep_b, deep_gamma] = DeepShape(max_rows);
+  const auto [wide_b, wide_gamma] = WideShape(max_rows);
+  const int32_t max_b = std::max(deep_b, wide_b);
   if (max_b > kMaxBatchSequences) {
     return absl::InvalidArgumentError(absl::StrCat(
         "calibration options: max_pack_bytes ", options.max_pack_bytes,
         " needs ", max_b, " sequences; at most ", kMaxBatchSequences));
   }
-  const int64_t rows_cap = int64_t{max_b} * max_gamma;
+  const int64_t rows_cap = std::max(int64_t{deep_b} * deep_gamma,
+                                    int64_t{wide_b} * wide_gamma);
 
   // Buffers for the largest rung. Equal draft and target tokens (all zero)
   // make every row accepted, so each rung packs exactly its capacity; the KV
@@ -121,69 +135,81 @@ absl::StatusOr<GreedyDispatchInfo> CalibrateGreedyDispatch(
   GreedyDispatchInfo info;
   info.dispatch_threshold_source = "calibration";
   std::vector<int32_t> host_offsets;
+  // Per rung: summed fused and two-step times over its two shapes.
+  std::vector<std::pair<int64_t, std::pair<double, double>>> rungs;
   for (int64_t bytes = options.min_pack_bytes; bytes <= options.max_pack_bytes;
        bytes *= 2) {
-    const auto [b, gamma] = LadderShape(bytes / options.row_bytes);
-    host_offsets.resize(b + 1);
-    for (int32_t i = 0; i <= b; ++i) host_offsets[i] = i * gamma;
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-        offsets.data(), host_offsets.data(), sizeof(int32_t) * (b + 1),
-        cudaMemcpyHostToDevice, stream));
-    GreedyDeviceBatch batch;
-    GreedyBatchInput& in = batch.params.input;
-    in.num_sequences = b;
-    in.draft_offsets = offsets.as<int32_t>();
-    in.draft_tokens = draft.as<int32_t>();
-    in.target_tokens = target.as<int32_t>();
-    in.draft_kv = kv.as<std::byte>();
-    in.row_bytes = options.row_bytes;
-    GreedyBatchOutput& out = batch.params.output;
-    out.accepted_lengths = results.as<int32_t>();
-    out.next_tokens = out.accepted_lengths + max_b;
-    out.packed_row_offsets = out.next_tokens + max_b;
-    out.mismatch = reinterpret_cast<uint8_t*>(out.packed_row_offsets + max_b + 1);
-    out.packed_kv = packed.as<std::byte>();
-    batch.total_draft_rows = int64_t{b} * gamma;
-    batch.max_gamma = gamma;
-    SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(batch, scratch.view));
+    double fused_sum = 0;
+    double two_step_sum = 0;
+    const int64_t rows = bytes / options.row_bytes;
+    for (const auto& [b, gamma] : {DeepShape(rows), WideShape(rows)}) {
+      host_offsets.resize(b + 1);
+      for (int32_t i = 0; i <= b; ++i) host_offsets[i] = i * gamma;
+      SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+          offsets.data(), host_offsets.data(), sizeof(int32_t) * (b + 1),
+          cudaMemcpyHostToDevice, stream));
+      // host_offsets is reused by the next shape: wait for the copy.
+      SV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      GreedyDeviceBatch batch;
+      GreedyBatchInput& in = batch.params.input;
+      in.num_sequences = b;
+      in.draft_offsets = offsets.as<int32_t>();
+      in.draft_tokens = draft.as<int32_t>();
+      in.target_tokens = target.as<int32_t>();
+      in.draft_kv = kv.as<std::byte>();
+      in.row_bytes = options.row_bytes;
+      GreedyBatchOutput& out = batch.params.output;
+      out.accepted_lengths = results.as<int32_t>();
+      out.next_tokens = out.accepted_lengths + max_b;
+      out.packed_row_offsets = out.next_tokens + max_b;
+      out.mismatch =
+          reinterpret_cast<uint8_t*>(out.packed_row_offsets + max_b + 1);
+      out.packed_kv = packed.as<std::byte>();
+      batch.total_draft_rows = int64_t{b} * gamma;
+      batch.max_gamma = gamma;
+      SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(batch, scratch.view));
 
-    GreedyCalibrationPoint point;
-    point.num_sequences = b;
-    point.gamma = gamma;
-    point.row_bytes = options.row_bytes;
-    point.pack_bytes = batch.total_draft_rows * options.row_bytes;
-    SV_ASSIGN_OR_RETURN(point.fused_us,
-                        TimePath(batch, GreedyPath::kFused, scratch.view,
-                                 options, events, stream));
-    SV_ASSIGN_OR_RETURN(point.two_step_us,
-                        TimePath(batch, GreedyPath::kTwoStep, scratch.view,
-                                 options, events, stream));
-    info.measurements.push_back(point);
+      GreedyCalibrationPoint point;
+      point.num_sequences = b;
+      point.gamma = gamma;
+      point.row_bytes = options.row_bytes;
+      point.pack_bytes = batch.total_draft_rows * options.row_bytes;
+      SV_ASSIGN_OR_RETURN(point.fused_us,
+                          TimePath(batch, GreedyPath::kFused, scratch.view,
+                                   options, events, stream));
+      SV_ASSIGN_OR_RETURN(point.two_step_us,
+                          TimePath(batch, GreedyPath::kTwoStep, scratch.view,
+                                   options, events, stream));
+      fused_sum += point.fused_us;
+      two_step_sum += point.two_step_us;
+      info.measurements.push_back(point);
+    }
+    rungs.push_back({bytes, {fused_sum, two_step_sum}});
   }
   SV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
 
   // Smallest rung from which two-step wins at every larger rung.
-  const std::vector<GreedyCalibrationPoint>& m = info.measurements;
-  size_t first_two_step = m.size();
-  while (first_two_step > 0 &&
-         m[first_two_step - 1].two_step_us < m[first_two_step - 1].fused_us) {
+  size_t first_two_step = rungs.size();
+  while (first_two_step > 0 && rungs[first_two_step - 1].second.second <
+                                   rungs[first_two_step - 1].second.first) {
     --first_two_step;
   }
   std::string why;
-  if (first_two_step == m.size()) {
+  if (first_two_step == rungs.size()) {
     info.dispatch_threshold_bytes = kFusedAlwaysThreshold;
     why = absl::StrCat("fused faster at every rung up to ",
-                       m.empty() ? 0 : m.back().pack_bytes, " bytes");
+                       rungs.empty() ? 0 : rungs.back().first, " bytes");
   } else if (first_two_step == 0) {
     info.dispatch_threshold_bytes = 0;
     why = "two_step faster at every rung";
   } else {
     info.dispatch_threshold_bytes = static_cast<int64_t>(
-        std::sqrt(static_cast<double>(m[first_two_step - 1].pack_bytes) *
-                  static_cast<double>(m[first_two_step].pack_bytes)));
-    why = absl::StrCat("two_step faster from ", m[first_two_step].pack_bytes,
-                       " bytes, fused up to ", m[first_two_step - 1].pack_bytes);
+        std::sqrt(static_cast<double>(rungs[first_two_step - 1].first) *
+                  static_cast<double>(rungs[first_two_step].first)));
+    why = absl::StrCat("two_step faster from ", rungs[first_two_step].first,
+                       " bytes, fused up to ", rungs[first_two_step - 1].first);
   }
+  const std::vector<GreedyCalibrationPoint>& m = info.measurements;
   const double elapsed_ms =
       std::chrono::duration<double, std::milli>(
           std::chrono::steady_clock::now() - started)

@@ -29,8 +29,10 @@ namespace specverify {
 inline constexpr int64_t kFusedAlwaysThreshold =
     std::numeric_limits<int64_t>::max();
 
-// One rung of the calibration ladder: all-accept batches (the most bytes a
-// batch of that shape can pack), b sequences of fixed gamma, 4 KiB rows.
+// One measured shape of the calibration ladder: an all-accept batch (the most
+// bytes a batch of that shape can pack), b sequences of fixed gamma. Every
+// rung (pack size) is measured in two shapes: deep (b = 32, gamma grows) and
+// wide (gamma = 8, b grows); the rung's verdict compares the summed times.
 struct GreedyCalibrationPoint {
   int32_t num_sequences = 0;
   int32_t gamma = 0;
@@ -71,8 +73,8 @@ struct GreedyDispatchConfig {
 
 // Times both paths on the current device over the ladder (allocates its own
 // buffers, start-up only; synchronizes `stream`). Takes tens of milliseconds.
-// tau = geometric mean of the largest size where fused wins and the smallest
-// size from which two-step wins at every larger size; kFusedAlwaysThreshold
+// tau = geometric mean of the largest rung where fused wins and the smallest
+// rung from which two-step wins at every larger rung; kFusedAlwaysThreshold
 // when the two-step path never wins.
 absl::StatusOr<GreedyDispatchInfo> CalibrateGreedyDispatch(
     const GreedyCalibrationOptions& options, cudaStream_t stream);

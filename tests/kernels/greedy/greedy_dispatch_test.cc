@@ -142,8 +142,8 @@ TEST(GreedyCalibrationTest, MeasuresBothPathsAndPicksCrossoverQuickly) {
               << " two_step_us=" << p.two_step_us << "\n";
   }
   EXPECT_EQ(info.dispatch_threshold_source, "calibration");
-  // 32 KiB to 64 MiB, doubling.
-  EXPECT_EQ(info.measurements.size(), 12u);
+  // 32 KiB to 64 MiB, doubling; two shapes per rung.
+  EXPECT_EQ(info.measurements.size(), 24u);
   for (const GreedyCalibrationPoint& p : info.measurements) {
     EXPECT_GT(p.fused_us, 0);
     EXPECT_GT(p.two_step_us, 0);
