@@ -107,6 +107,7 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
   }
   if (c.requests < 0) return FlagError("requests", "must be >= 0");
   if (!(c.connect_timeout_s > 0)) return FlagError("connect_timeout", "must be > 0");
+  if (!(c.wait_for_serving_s >= 0)) return FlagError("wait_for_serving", "must be >= 0");
   if (c.requests == 0 && !(c.duration_s > 0)) {
     return FlagError("duration", "must be > 0 seconds when --requests is 0");
   }

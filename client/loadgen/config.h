@@ -59,6 +59,9 @@ struct LoadgenConfig {
   RpcKind rpc = RpcKind::kUnary;
   int32_t channels = 1;         // separate gRPC channels (TCP connections)
   double connect_timeout_s = 10.0;  // to reach the server before the first step
+  // > 0: before the first step, poll grpc.health.v1 Check on every server
+  // until it answers SERVING, for at most this long.
+  double wait_for_serving_s = 0.0;
   double duration_s = 5.0;      // measured time per step (when requests == 0)
   int64_t requests = 0;         // measured requests per step; > 0 overrides duration
   double warmup_s = 1.0;        // per step, excluded from results

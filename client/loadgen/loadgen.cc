@@ -87,6 +87,15 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   RunReport report;
   report.config = config;
+  if (config.wait_for_serving_s > 0) {
+    for (const std::string& address : {config.address, config.ceiling_address}) {
+      if (address.empty()) continue;
+      if (absl::Status s = Target::WaitForServing(address, config.transport, config.wait_for_serving_s);
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
 
   absl::StatusOr<std::unique_ptr<Target>> server =
       Target::Connect(config.address, config.transport, config.channels, config.connect_timeout_s);

@@ -27,6 +27,8 @@ ABSL_FLAG(std::string, rpc, "unary", "unary (Verify) or stream (VerifyStream, on
 ABSL_FLAG(int32_t, channels, 1, "gRPC channels, each its own TCP connection");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(10),
           "How long to wait for the servers to accept connections");
+ABSL_FLAG(absl::Duration, wait_for_serving, absl::ZeroDuration(),
+          "Before the first step, wait up to this long for grpc.health.v1 to answer SERVING");
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "Measured time per step");
 ABSL_FLAG(int64_t, requests, 0, "Measured requests per step; > 0 overrides --duration");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "Warm-up per step, excluded from results");
@@ -126,6 +128,7 @@ int main(int argc, char** argv) {
   config.rpc = *rpc;
   config.channels = absl::GetFlag(FLAGS_channels);
   config.connect_timeout_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_connect_timeout));
+  config.wait_for_serving_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_wait_for_serving));
   config.duration_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
   config.requests = absl::GetFlag(FLAGS_requests);
   config.warmup_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_warmup));

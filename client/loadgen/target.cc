@@ -4,8 +4,11 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "client/verifier_client.h"
 #include "grpcpp/grpcpp.h"
 
 namespace specverify::loadgen {
@@ -82,6 +85,31 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Connect(const std::string& addre
     target->channels_.push_back(std::move(channel));
   }
   return target;
+}
+
+absl::Status Target::WaitForServing(const std::string& address, const TransportOptions& transport,
+                                    double timeout_s) {
+  client::VerifierClientOptions options;
+  options.address = address;
+  options.use_tls = transport.tls;
+  options.tls_root_cert_file = transport.tls_ca_file;
+  options.max_message_bytes = transport.max_message_bytes;
+  options.default_deadline = absl::Seconds(2);
+  absl::StatusOr<std::unique_ptr<client::VerifierClient>> health_client =
+      client::VerifierClient::Create(options);
+  if (!health_client.ok()) return health_client.status();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  std::string last = "no answer";
+  while (true) {
+    absl::StatusOr<bool> serving = (*health_client)->CheckHealth("");
+    if (serving.ok() && *serving) return absl::OkStatus();
+    last = serving.ok() ? "NOT_SERVING" : serving.status().ToString();
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return absl::DeadlineExceededError(absl::StrCat(address, " is not SERVING after ", timeout_s,
+                                                  " s; last health answer: ", last));
 }
 
 absl::StatusOr<ServerDescription> Target::Describe() {

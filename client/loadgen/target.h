@@ -29,6 +29,12 @@ class Target {
                                                          int32_t channels,
                                                          double connect_timeout_s = 10.0);
 
+  // Polls the standard health service until it answers SERVING (for the
+  // whole server, service ""). DEADLINE_EXCEEDED naming the last answer when
+  // it does not within `timeout_s`.
+  static absl::Status WaitForServing(const std::string& address, const TransportOptions& transport,
+                                     double timeout_s);
+
   // GetServerInfo: backend, device and version. The address is filled in.
   absl::StatusOr<ServerDescription> Describe();
 
