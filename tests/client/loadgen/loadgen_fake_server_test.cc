@@ -280,6 +280,15 @@ TEST(LoadgenSetupTest, UnreachableServerIsASetupError) {
   EXPECT_THAT(err.str(), HasSubstr("cannot connect"));
 }
 
+TEST(LoadgenSetupTest, ServerWithoutHealthServiceNeverBecomesServing) {
+  FakeVerifier correct(FakeVerifierOptions{});
+  LoopbackServer server(&correct);  // registers no grpc.health.v1 service
+  LoadgenConfig c = BaseConfig(server.address());
+  c.wait_for_serving_s = 0.3;
+  EXPECT_THAT(RunLoadgen(c).status(),
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("not SERVING")));
+}
+
 // The executable, as a user runs it: its exit status is what CI scripts see.
 int RunBinary(const std::string& args, std::string* output) {
   const std::string command = absl::StrCat(SPECVERIFY_LOADGEN_BINARY, " ", args, " 2>&1");

@@ -110,6 +110,7 @@ TEST_F(LoadgenServerTest, ClosedLoopUnaryWithMetrics) {
   LoadgenConfig c = BaseConfig();
   c.concurrency = {1, 8};
   c.metrics_url = MetricsUrl();
+  c.wait_for_serving_s = 10;  // the server registers grpc.health.v1
   auto report = RunLoadgen(c);
   ASSERT_TRUE(report.ok()) << report.status();
   ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
