@@ -21,4 +21,4 @@ target_link_libraries(specverify_loadgen_core
 
 add_executable(specverify-loadgen ${SPECVERIFY_LOADGEN_DIR}/main.cc)
 target_link_libraries(specverify-loadgen PRIVATE specverify_loadgen_core
-  absl::flags absl::flags_parse absl::flags_usage absl::time)
+  absl::flags absl::flags_parse absl::flags_usage absl::flags_usage_internal absl::flags_config absl::time absl::strings)

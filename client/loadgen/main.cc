@@ -10,6 +10,8 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
 #include "absl/time/time.h"
 #include "client/loadgen/config.h"
 #include "client/loadgen/loadgen.h"
@@ -92,6 +94,12 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   namespace lg = specverify::loadgen;
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view file) {
+    return absl::StrContains(file, "client/loadgen/");
+  };
+  usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  absl::SetFlagsUsageConfig(usage_config);
   absl::SetProgramUsageMessage(
       "Load-test client of the specverify Verifier service; checks every answer.\n"
       "  closed loop: specverify-loadgen --address=HOST:PORT --concurrency=1,8,64\n"

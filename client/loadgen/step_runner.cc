@@ -563,9 +563,13 @@ void StepRun::MaybePrintProgress(bool final_line) {
   const TimePoint now = Clock::now();
   if (!final_line && now - last_progress_ < std::chrono::milliseconds(500)) return;
   const int64_t completed = completed_.load(std::memory_order_relaxed);
-  const double interval = std::chrono::duration<double>(now - last_progress_).count();
-  const double rate = interval > 0 ? (completed - last_progress_completed_) / interval : 0;
   const double elapsed = std::chrono::duration<double>(now - start_).count();
+  // The live line shows the rate since the previous line; the final one the
+  // step's average.
+  const double interval =
+      final_line ? elapsed : std::chrono::duration<double>(now - last_progress_).count();
+  const int64_t base = final_line ? 0 : last_progress_completed_;
+  const double rate = interval > 0 ? (completed - base) / interval : 0;
   const char* phase = now < measure_start_ ? "warm-up" : "measuring";
   std::fprintf(stderr, "\r  %-24s %6.1fs %-9s done %9lld  %9.0f req/s  in flight %6lld  errors %lld  wrong %lld   %s",
                options_.label.c_str(), elapsed, phase, static_cast<long long>(completed), rate,
