@@ -118,7 +118,8 @@ TEST_F(LoadgenFakeServerTest, OpenLoopConstantRateSendsOnSchedule) {
   ASSERT_TRUE(report.ok()) << report.status();
   // Intended times i / 1000 s falling in [0.1 s, 0.5 s): exactly 400.
   ExpectClean(*report, 400);
-  EXPECT_NEAR(report->steps[0].server.offered_rate, 1000, 100);
+  // Sends are never early; a loaded machine may send the last ones late.
+  EXPECT_NEAR(report->steps[0].server.offered_rate, 1000, 300);
 }
 
 TEST_F(LoadgenFakeServerTest, OpenLoopPoissonOverStreams) {
