@@ -120,6 +120,7 @@ void AppendStepJson(std::string& out, const StepResult& r) {
                   ",\"acceptance\":", Num(r.acceptance()), ",\"kv_fetches\":", r.kv_fetches,
                   ",\"kv_fetch_errors\":", r.kv_fetch_errors, ",\"kv_mismatches\":", r.kv_mismatches,
                   ",\"kv_released\":", r.kv_released, ",\"window_s\":", Num(r.window_s),
+                  ",\"client_cpu_cores\":", Num(r.client_cpu_cores),
                   ",\"requests_per_s\":", Num(r.requests_per_s()),
                   ",\"sequences_per_s\":", Num(r.sequences_per_s()),
                   ",\"tokens_per_s\":", Num(r.tokens_per_s()), ",\"latency_ns\":");
@@ -243,6 +244,7 @@ std::string FormatTable(const RunReport& report) {
     const StepResult& r = pair.server;
     absl::StrAppend(&out, StepLabel(r.spec), ": ok=", r.ok, " rpc_errors=", r.rpc_errors,
                     " wrong=", r.wrong_answers, " unverified=", r.unverified);
+    absl::StrAppend(&out, absl::StrFormat(" | client CPU %.2f cores", r.client_cpu_cores));
     if (r.server_queue.count() > 0) {
       absl::StrAppend(&out, " | server queue p50/p99 ", Us(r.server_queue.ValueAtQuantile(0.5)), "/",
                       Us(r.server_queue.ValueAtQuantile(0.99)), " us, server total p50/p99 ",

@@ -66,6 +66,10 @@ struct StepResult {
   double window_s = 0;
   // Open loop: achieved offered rate (measured sends / send window).
   double offered_rate = 0;
+  // CPU the load generator itself used during the step (warm-up included),
+  // in cores: near the machine's core count means the client, not the
+  // server, may be what limits the numbers.
+  double client_cpu_cores = 0;
 
   LatencyHistogram latency;       // ns, from the intended send time (ok only)
   LatencyHistogram service_time;  // ns, from the actual send time (ok only)

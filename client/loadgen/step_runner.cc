@@ -1,5 +1,6 @@
 #include "client/loadgen/step_runner.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +26,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
+
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_utime.tv_sec + usage.ru_stime.tv_sec +
+         (usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+}
 
 int64_t Ns(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
@@ -715,6 +723,7 @@ absl::StatusOr<StepResult> StepRun::Run() {
       stream_latches_.push_back(std::move(latch));
     }
   }
+  const double cpu_before = ProcessCpuSeconds();
   start_ = Clock::now();
   last_progress_ = start_;
   measure_start_ = start_ + std::chrono::nanoseconds(static_cast<int64_t>(options_.warmup_s * 1e9));
@@ -725,7 +734,10 @@ absl::StatusOr<StepResult> StepRun::Run() {
   for (const auto& latch : stream_latches_) latch->Wait();
   MaybePrintProgress(true);
   if (!status.ok()) return status;
-  return Merge();
+  StepResult result = Merge();
+  const double wall = std::chrono::duration<double>(Clock::now() - start_).count();
+  if (wall > 0) result.client_cpu_cores = (ProcessCpuSeconds() - cpu_before) / wall;
+  return result;
 }
 
 }  // namespace

@@ -56,6 +56,7 @@ void ExpectConsistent(const StepResult& r) {
   for (const auto& [code, n] : r.errors_by_code) by_code += n;
   EXPECT_EQ(by_code, r.rpc_errors);
   EXPECT_GT(r.window_s, 0);
+  EXPECT_GT(r.client_cpu_cores, 0);  // checking answers is not free
 }
 
 // A correct run: every request answered, every answer right.
