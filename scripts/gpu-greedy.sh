@@ -2,7 +2,8 @@
 # The one command for issue #4 on the GPU machine: parity tests, the greedy
 # benchmark with its PyTorch baselines, the joined report, then
 # compute-sanitizer memcheck and racecheck on a reduced test filter.
-# Everything goes under <out-dir>; a summary is printed last.
+# Everything goes under <out-dir>; a summary is printed last. Every step has a
+# timeout (rc 124), so a hung kernel costs minutes, not the whole lease.
 #
 #   scripts/gpu-greedy.sh <bundle-dir> <out-dir> [--quick]
 #
@@ -39,20 +40,20 @@ memcheck_filter='*/b7_*:*/b33_*:*/b1000_g3_a90_row256_*:*/b4096_g8_a30_row256_*:
 racecheck_filter='*/b7_g8_*:*/b7_g256_*:*/b33_*:*/b1000_g3_a90_row256_*:GreedyCudaGraphTest.*'
 
 start=$(date +%s)
-"$bin/greedy_dispatch_test" > "$out/dispatch_test.txt" 2>&1
+timeout 120 "$bin/greedy_dispatch_test" > "$out/dispatch_test.txt" 2>&1
 note "greedy_dispatch_test: rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$out/dispatch_test.txt" | tr '\n' ' ')"
 grep -E "tau=|pack_bytes=" "$out/dispatch_test.txt" | tee -a "$summary"
-"$bin/greedy_cuda_test" --gtest_brief=1 > "$out/cuda_test.txt" 2>&1
+timeout 180 "$bin/greedy_cuda_test" --gtest_brief=1 > "$out/cuda_test.txt" 2>&1
 note "greedy_cuda_test: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests from .* ran' "$out/cuda_test.txt" | tr '\n' ' ')"
 grep -E "^\[  FAILED  \]" "$out/cuda_test.txt" | head -20 | tee -a "$summary"
 note "tests took $(( $(date +%s) - start )) s"
 
 start=$(date +%s)
-"$bin/greedy_bench" --csv "$out/greedy_bench.csv" $quick > "$out/bench.txt" 2>&1
+timeout 240 "$bin/greedy_bench" --csv "$out/greedy_bench.csv" $quick > "$out/bench.txt" 2>&1
 note "greedy_bench: rc=$? ($(( $(date +%s) - start )) s)"
 grep -E "^device|^dispatch" "$out/bench.txt" | tee -a "$summary"
 start=$(date +%s)
-python3 "$repo/bench/python/greedy_torch_baseline.py" --csv "$out/greedy_torch.csv" $quick > "$out/torch.txt" 2>&1
+timeout 180 python3 "$repo/bench/python/greedy_torch_baseline.py" --csv "$out/greedy_torch.csv" $quick > "$out/torch.txt" 2>&1
 note "greedy_torch_baseline: rc=$? ($(( $(date +%s) - start )) s) $(head -1 "$out/torch.txt")"
 python3 "$repo/bench/python/greedy_report.py" --cuda "$out/greedy_bench.csv" \
   --torch "$out/greedy_torch.csv" --out "$out" > "$out/report.txt" 2>&1
@@ -63,7 +64,7 @@ if command -v compute-sanitizer > /dev/null; then
     filter=$memcheck_filter
     [ "$tool" = racecheck ] && filter=$racecheck_filter
     start=$(date +%s)
-    compute-sanitizer --tool "$tool" --error-exitcode 3 \
+    timeout 150 compute-sanitizer --tool "$tool" --error-exitcode 3 \
       "$bin/greedy_cuda_test" --gtest_brief=1 --gtest_filter="$filter" \
       > "$out/sanitizer_$tool.txt" 2>&1
     note "compute-sanitizer $tool: rc=$? ($(( $(date +%s) - start )) s) $(grep -E '^\[  (PASSED|FAILED) |ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitizer_$tool.txt" | tr '\n' ' ')"

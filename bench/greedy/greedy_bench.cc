@@ -220,10 +220,8 @@ struct Row {
 absl::Status Run(const Options& opt) {
   cudaDeviceProp prop{};
   SV_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs, L2 %d MiB; fused tile rows at 4 KiB: %d "
-              "(1 MiB batch) .. %d (64 MiB batch)\n",
-              prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
-              FusedTileRows(4096, 1 << 20), FusedTileRows(4096, 64 << 20));
+  std::printf("device: %s, %d SMs, L2 %d MiB\n", prop.name,
+              prop.multiProcessorCount, prop.l2CacheSize >> 20);
   cudaStream_t stream = nullptr;
   SV_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 

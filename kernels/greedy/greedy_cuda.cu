@@ -38,6 +38,7 @@ namespace {
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kFusedWarps = kFusedThreadsPerBlock / kWarpSize;
+constexpr int kFusedMinBlocksPerSm = 3;
 // Ballot verify kernel: 8 warps (sequences) per block. Any multiple of 32 up
 // to 1024 works; 256 keeps blocks small enough for 8 resident per SM.
 constexpr int kVerifyThreadsPerBlock = 256;
@@ -49,17 +50,33 @@ constexpr int kPackThreadsPerBlock = 256;
 // Copy loops keep this many independent vector loads in flight per thread.
 constexpr int kCopyUnroll = 8;
 
-// Look-back status word: flag in the high 32 bits, value in the low 32 bits,
-// published with one 64-bit store so a reader never sees a flag without its
-// value. Values are row counts <= kMaxBatchSequences * kMaxDraftTokens.
-constexpr unsigned long long kStatusInvalid = 0;
-constexpr unsigned long long kStatusAggregate = 1;
-constexpr unsigned long long kStatusInclusive = 2;
+// Look-back status word, published with one 64-bit store so a reader never
+// sees a flag without its value:
+//   bits 63..32  epoch of the launch that wrote it (LookbackState::epoch)
+//   bits 31..30  flag: 0 invalid, 1 aggregate of the tile, 2 inclusive prefix
+//   bits 29..0   value (row counts < 2^30, checked at scratch sizing)
+// A word from an earlier launch carries an older epoch and reads as invalid,
+// so nothing is ever reset between launches. It could alias only if exactly
+// a multiple of 2^32 launches on one scratch separated two uses of the same
+// tile slot; InitGreedyScratch zeroes the state (see greedy_cuda.h).
+constexpr unsigned kFlagAggregate = 1;
+constexpr unsigned kFlagInclusive = 2;
+constexpr int kValueBits = 30;
+constexpr unsigned kValueMask = (1u << kValueBits) - 1;
+constexpr int64_t kMaxLookbackRows = int64_t{1} << kValueBits;
+
+__host__ __device__ constexpr unsigned long long StatusWord(unsigned epoch,
+                                                            unsigned flag,
+                                                            unsigned value) {
+  return (static_cast<unsigned long long>(epoch) << 32) |
+         (static_cast<unsigned long long>(flag) << kValueBits) | value;
+}
 
 struct LookbackState {
-  unsigned int next_tile;  // tile index dispenser
-  unsigned int done;       // blocks finished with the status array
-  unsigned long long pad;  // keeps status 16-byte aligned
+  unsigned int epoch;        // launches completed on this scratch
+  unsigned int ticket_base;  // first ticket of the running launch
+  unsigned int ticket;       // tile dispenser (grids larger than resident)
+  unsigned int pad;          // keeps status 16-byte aligned
   // unsigned long long status[max_tiles] follows.
 };
 
@@ -235,7 +252,8 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
 struct FusedSharedStorage {
   typename cub::BlockScan<int, kFusedThreadsPerBlock>::TempStorage scan;
   int tile;
-  int last_block;
+  unsigned epoch;
+  unsigned ticket_base;
   // offsets[0 .. b] when b < kFusedThreadsPerBlock (then one load serves both
   // the search and the overlap list).
   int all_offsets[kFusedThreadsPerBlock];
@@ -243,8 +261,11 @@ struct FusedSharedStorage {
   int offsets[kFusedMaxTileRows + 1];
   int accepted_in_tile[kFusedMaxTileRows];  // per overlapping sequence
   int first_in_tile[kFusedMaxTileRows];     // first draft row inside the tile
+  int end_in_tile[kFusedMaxTileRows];       // one past its last row inside
   int dest_in_tile[kFusedMaxTileRows];      // exclusive scan of accepted_in_tile
-  int src_row[kFusedMaxTileRows];           // per accepted row of the tile
+  // Per draft row of the tile: its packed row relative to the tile's prefix,
+  // or -1 when rejected.
+  int row_dest[kFusedMaxTileRows];
   int warp_first_inclusive[kFusedWarps];    // look-back, per warp
   int warp_sum[kFusedWarps];
 };
@@ -252,22 +273,30 @@ struct FusedSharedStorage {
 // Exclusive prefix of accepted rows before `tile`, by the whole block: 256
 // predecessors per step (a warp-wide window of 32 made tile 1023 of a
 // 1024-tile batch walk 32 dependent steps when every tile starts at once).
-// Lanes are ordered nearest predecessor first; the nearest inclusive prefix
+// Threads are ordered nearest predecessor first; the nearest inclusive prefix
 // ends the walk, aggregates nearer than it are added to it.
 __device__ __forceinline__ int BlockLookback(unsigned long long* status,
-                                            int tile, FusedSharedStorage& smem,
-                                            int tid, int lane, int warp) {
+                                            int tile, unsigned epoch,
+                                            FusedSharedStorage& smem, int tid,
+                                            int lane, int warp) {
   int exclusive = 0;
   for (int window_top = tile - 1;; window_top -= kFusedThreadsPerBlock) {
     const int pred = window_top - tid;
-    unsigned long long word;
+    unsigned flag = kFlagInclusive;  // before tile 0: an inclusive prefix of 0
+    unsigned value = 0;
+    bool invalid;
     do {
-      word = pred >= 0 ? DeviceAtomicRef<unsigned long long>(status[pred]).load(
-                             cuda::memory_order_relaxed)
-                       : (kStatusInclusive << 32);  // before tile 0: prefix 0
-    } while (__syncthreads_or((word >> 32) == kStatusInvalid));
-    const unsigned inclusive =
-        __ballot_sync(kFullMask, (word >> 32) == kStatusInclusive);
+      if (pred >= 0) {
+        const unsigned long long word =
+            DeviceAtomicRef<unsigned long long>(status[pred]).load(
+                cuda::memory_order_relaxed);
+        const bool current = static_cast<unsigned>(word >> 32) == epoch;
+        flag = current ? static_cast<unsigned>(word >> kValueBits) & 3u : 0u;
+        value = static_cast<unsigned>(word) & kValueMask;
+      }
+      invalid = flag == 0;
+    } while (__syncthreads_or(invalid));
+    const unsigned inclusive = __ballot_sync(kFullMask, flag == kFlagInclusive);
     if (lane == 0) {
       smem.warp_first_inclusive[warp] =
           inclusive != 0 ? warp * kWarpSize + __ffs(inclusive) - 1
@@ -279,12 +308,12 @@ __device__ __forceinline__ int BlockLookback(unsigned long long* status,
     for (int w = 0; w < kFusedWarps; ++w) {
       stop = min(stop, smem.warp_first_inclusive[w]);
     }
-    int value = tid <= stop ? static_cast<int>(word & 0xffffffffu) : 0;
+    int sum = tid <= stop ? static_cast<int>(value) : 0;
 #pragma unroll
     for (int delta = kWarpSize / 2; delta > 0; delta /= 2) {
-      value += __shfl_xor_sync(kFullMask, value, delta);
+      sum += __shfl_xor_sync(kFullMask, sum, delta);
     }
-    if (lane == 0) smem.warp_sum[warp] = value;
+    if (lane == 0) smem.warp_sum[warp] = sum;
     __syncthreads();
 #pragma unroll
     for (int w = 0; w < kFusedWarps; ++w) exclusive += smem.warp_sum[w];
@@ -292,11 +321,15 @@ __device__ __forceinline__ int BlockLookback(unsigned long long* status,
   }
 }
 
+// 3 blocks per SM: caps registers at 85 (the speculative first round keeps
+// 8 vectors live across verification; unbounded, ptxas took 123 and only 2
+// blocks fit an SM).
 template <int kVec>
-__global__ void __launch_bounds__(kFusedThreadsPerBlock)
+__global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
     FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
                                 int num_tiles, int total_rows,
                                 bool dynamic_tiles, LookbackState* state) {
+  using V = typename VecType<kVec>::type;
   __shared__ FusedSharedStorage smem;
   unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
   const int tid = threadIdx.x;
@@ -307,21 +340,47 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
 
   // (1) The tile. When the grid fits on the GPU at once every block is
   // resident, so predecessors always make progress and blockIdx serves;
-  // otherwise tiles are dealt in scheduling order by a counter.
+  // otherwise tiles are dealt in scheduling order from a ticket counter.
   int tile = blockIdx.x;
-  if (dynamic_tiles) {
-    if (tid == 0) {
+  if (tid == 0) {
+    smem.epoch = DeviceAtomicRef<unsigned int>(state->epoch)
+                     .load(cuda::memory_order_relaxed);
+    if (dynamic_tiles) {
+      smem.ticket_base = DeviceAtomicRef<unsigned int>(state->ticket_base)
+                             .load(cuda::memory_order_relaxed);
       smem.tile = static_cast<int>(
-          DeviceAtomicRef<unsigned int>(state->next_tile)
-              .fetch_add(1u, cuda::memory_order_relaxed));
+          DeviceAtomicRef<unsigned int>(state->ticket)
+              .fetch_add(1u, cuda::memory_order_relaxed) -
+          smem.ticket_base);
     }
+  }
+  if (dynamic_tiles) {
     __syncthreads();
     tile = smem.tile;
   }
   const int tile_start = tile * tile_rows;
   const int tile_end = min(tile_start + tile_rows, total_rows);
 
-  // (2) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
+  // (2) First round of KV loads, speculative: the tile's draft rows are
+  // contiguous and known now, so their loads go out before the offsets and
+  // tokens that say which rows are accepted (for small batches the whole
+  // tile, so the copy's round trip overlaps verification). Rejected rows of
+  // this round are read and dropped: at most one round per tile.
+  const int64_t rb = p.input.row_bytes;
+  const unsigned units_per_row = static_cast<unsigned>(rb / kVec);
+  // 32-bit: FusedTileRows keeps a tile under 2^30 bytes.
+  const unsigned tile_units =
+      static_cast<unsigned>(tile_end - tile_start) * units_per_row;
+  const V* src = reinterpret_cast<const V*>(p.input.draft_kv) +
+                 int64_t{tile_start} * units_per_row;
+  V v[kCopyUnroll];
+#pragma unroll
+  for (int u = 0; u < kCopyUnroll; ++u) {
+    const unsigned i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) v[u] = src[i];
+  }
+
+  // (3) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
   // every `stride`-th offset; level 2 searches the bucket that holds it.
   const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
   const int sample = tid * stride;
@@ -344,8 +403,9 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
     smem.offsets[tid] = my_offset;
   }
   const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
+  const unsigned epoch = smem.epoch;
 
-  // (3) Verify. A tile that does not hold a sequence's first row needs its
+  // (4) Verify. A tile that does not hold a sequence's first row needs its
   // acceptance only up to the tile end, so it scans no further.
   for (int q = warp; q < n_seq; q += kFusedWarps) {
     const int seq = s_first + q;
@@ -359,130 +419,94 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
     const int k = BallotAcceptedLength(draft, target, limit, lane, &next);
     if (lane == 0) {
       const int lo = max(first, tile_start);
-      const int hi = min(first + k, tile_end);
       smem.first_in_tile[q] = lo;
-      smem.accepted_in_tile[q] = max(0, hi - lo);
+      smem.end_in_tile[q] = min(first + gamma, tile_end);
+      smem.accepted_in_tile[q] = max(0, min(first + k, tile_end) - lo);
       if (owner) WriteVerifyOutputs(p.output, seq, k, gamma, next);
     }
   }
   __syncthreads();
 
-  int accepted = tid < n_seq ? smem.accepted_in_tile[tid] : 0;
   int dest = 0;
   int tile_aggregate = 0;
-  cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan)
-      .ExclusiveSum(accepted, dest, tile_aggregate);
+  cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan).ExclusiveSum(
+      tid < n_seq ? smem.accepted_in_tile[tid] : 0, dest, tile_aggregate);
   if (tid < n_seq) smem.dest_in_tile[tid] = dest;
   __syncthreads();
-
-  // Source row of each accepted row of the tile, in packed order.
-  const int64_t rb = p.input.row_bytes;
-  const bool copies = rb > 0 && tile_aggregate > 0;
-  if (copies) {
-    for (int q = warp; q < n_seq; q += kFusedWarps) {
-      const int rows = smem.accepted_in_tile[q];
-      const int lo = smem.first_in_tile[q];
-      const int d = smem.dest_in_tile[q];
-      for (int r = lane; r < rows; r += kWarpSize) smem.src_row[d + r] = lo + r;
+  for (int q = warp; q < n_seq; q += kFusedWarps) {
+    const int lo = smem.first_in_tile[q];
+    const int accepted_end = lo + smem.accepted_in_tile[q];
+    const int d = smem.dest_in_tile[q];
+    for (int r = lo + lane; r < smem.end_in_tile[q]; r += kWarpSize) {
+      smem.row_dest[r - tile_start] = r < accepted_end ? d + (r - lo) : -1;
     }
-    __syncthreads();
   }
-  // The first round of KV loads goes out before the look-back: the source
-  // rows are known now, only the destination waits for the prefix, so the
-  // look-back's round trips hide behind the loads.
-  // 32-bit unit indices: a tile holds <= kFusedMaxTileRows rows of at most
-  // kMaxGreedyRowBytes, < 2^32 units (FusedTileRows caps tiles at 1 GiB).
-  using V = typename VecType<kVec>::type;
-  const unsigned units_per_row = rb > 0 ? static_cast<unsigned>(rb / kVec) : 1;
-  const unsigned units =
-      copies ? static_cast<unsigned>(tile_aggregate) * units_per_row : 0;
-  const V* src_base = reinterpret_cast<const V*>(p.input.draft_kv);
-  const unsigned row_units = units_per_row;  // a row's stride in V units
-  V v[kCopyUnroll];
-  auto load_round = [&](unsigned base) {
-#pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const unsigned i = base + u * kFusedThreadsPerBlock;
-      if (i < units) {
-        const unsigned row = i / units_per_row;
-        const unsigned col = i - row * units_per_row;
-        v[u] = src_base[int64_t{smem.src_row[row]} * row_units + col];
-      }
-    }
-  };
-  load_round(tid);
 
-  // (4) Decoupled look-back.
+  // (5) Decoupled look-back (its first barrier also publishes row_dest).
   int tile_prefix = 0;
   if (tile == 0) {
     if (tid == 0) {
       DeviceAtomicRef<unsigned long long>(status[0]).store(
-          (kStatusInclusive << 32) | static_cast<unsigned>(tile_aggregate),
+          StatusWord(epoch, kFlagInclusive, tile_aggregate),
           cuda::memory_order_relaxed);
     }
+    __syncthreads();
   } else {
     if (tid == 0) {
       DeviceAtomicRef<unsigned long long>(status[tile]).store(
-          (kStatusAggregate << 32) | static_cast<unsigned>(tile_aggregate),
+          StatusWord(epoch, kFlagAggregate, tile_aggregate),
           cuda::memory_order_relaxed);
     }
-    tile_prefix = BlockLookback(status, tile, smem, tid, lane, warp);
+    tile_prefix = BlockLookback(status, tile, epoch, smem, tid, lane, warp);
     if (tid == 0) {
       DeviceAtomicRef<unsigned long long>(status[tile]).store(
-          (kStatusInclusive << 32) |
-              static_cast<unsigned>(tile_prefix + tile_aggregate),
+          StatusWord(epoch, kFlagInclusive, tile_prefix + tile_aggregate),
           cuda::memory_order_relaxed);
     }
   }
-
-  // This block's status reads all ended before the last barrier of its
-  // look-back: count it out now, so the atomic's round trip overlaps the
-  // copy; its result is needed only at the end.
-  unsigned finished = 0;
-  if (tid == 0) {
-    finished = DeviceAtomicRef<unsigned int>(state->done)
-                   .fetch_add(1u, cuda::memory_order_acq_rel);
+  if (tile == num_tiles - 1 && tid == 0) {
+    p.output.packed_row_offsets[b] = tile_prefix + tile_aggregate;
+    // Every tile has read the epoch (each published before this tile's
+    // look-back could end), and the next launch on this stream starts after
+    // this one ends: retire the epoch and this launch's tickets. Tiles still
+    // looking back compare against the epoch they hold in a register.
+    DeviceAtomicRef<unsigned int>(state->epoch)
+        .store(epoch + 1, cuda::memory_order_relaxed);
+    if (dynamic_tiles) {
+      DeviceAtomicRef<unsigned int>(state->ticket_base)
+          .store(smem.ticket_base + num_tiles, cuda::memory_order_relaxed);
+    }
   }
 
-  // (5) Offsets of the sequences that start in this tile; the total.
+  // (6) Offsets of the sequences that start in this tile.
   if (tid < n_seq && smem.offsets[tid] >= tile_start) {
     p.output.packed_row_offsets[s_first + tid] =
         tile_prefix + smem.dest_in_tile[tid];
   }
-  if (tile == num_tiles - 1 && tid == 0) {
-    p.output.packed_row_offsets[b] = tile_prefix + tile_aggregate;
-  }
-  if (copies) {
-    V* dst = reinterpret_cast<V*>(p.output.packed_kv +
-                                  int64_t{tile_prefix} * rb);
-    for (unsigned base = tid;; base += kFusedThreadsPerBlock * kCopyUnroll) {
-#pragma unroll
-      for (int u = 0; u < kCopyUnroll; ++u) {
-        const unsigned i = base + u * kFusedThreadsPerBlock;
-        if (i < units) dst[i] = v[u];
-      }
-      const unsigned next_base = base + kFusedThreadsPerBlock * kCopyUnroll;
-      if (next_base >= units) break;
-      load_round(next_base);
-    }
-  }
 
-  // (6) The last block out resets the look-back state for the next launch
-  // on this stream, so no per-launch init kernel is needed.
-  if (tid == 0) {
-    smem.last_block = finished == static_cast<unsigned>(num_tiles - 1);
-  }
-  __syncthreads();
-  if (smem.last_block) {
-    for (int t = tid; t < num_tiles; t += kFusedThreadsPerBlock) {
-      DeviceAtomicRef<unsigned long long>(status[t]).store(
-          kStatusInvalid, cuda::memory_order_relaxed);
+  // (7) Stores of the first round, then later rounds (tiles over one round:
+  // large batches) loading accepted rows only.
+  if (rb == 0 || tile_aggregate == 0) return;
+  V* dst = reinterpret_cast<V*>(p.output.packed_kv);
+  for (unsigned base = tid;; base += kFusedThreadsPerBlock * kCopyUnroll) {
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const unsigned i = base + u * kFusedThreadsPerBlock;
+      if (i < tile_units) {
+        const unsigned row = i / units_per_row;
+        const int d = smem.row_dest[row];
+        if (d >= 0) {
+          dst[int64_t{tile_prefix + d} * units_per_row +
+              (i - row * units_per_row)] = v[u];
+        }
+      }
     }
-    if (tid == 0) {
-      DeviceAtomicRef<unsigned int>(state->next_tile)
-          .store(0u, cuda::memory_order_relaxed);
-      DeviceAtomicRef<unsigned int>(state->done)
-          .store(0u, cuda::memory_order_relaxed);
+    const unsigned next_base = base + kFusedThreadsPerBlock * kCopyUnroll;
+    if (next_base >= tile_units) break;
+#pragma unroll
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const unsigned i = next_base + u * kFusedThreadsPerBlock;
+      if (i < tile_units && smem.row_dest[i / units_per_row] >= 0) v[u] = src[i];
     }
   }
 }
@@ -543,14 +567,23 @@ struct FusedLaunch {
     return resident;
   }
 
-  static cudaError_t Run(const GreedyDeviceBatch& batch, int tile_rows,
-                         int num_tiles, LookbackState* state,
-                         cudaStream_t stream) {
-    const bool dynamic_tiles = num_tiles > ResidentBlocks();
+  static cudaError_t Run(const GreedyDeviceBatch& batch,
+                         const GreedyScratch& scratch, cudaStream_t stream) {
+    const int resident = ResidentBlocks();
+    const int tile_rows =
+        FusedTileRows(batch.params.input.row_bytes,
+                      GreedyPackBytesUpperBound(batch), resident);
+    const int64_t num_tiles =
+        (batch.total_draft_rows + tile_rows - 1) / tile_rows;
+    if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
+      return cudaErrorInvalidValue;
+    }
+    const bool dynamic_tiles = num_tiles > resident;
     FusedGreedyVerifyPackKernel<kVec>
-        <<<num_tiles, kFusedThreadsPerBlock, 0, stream>>>(
-            batch.params, tile_rows, num_tiles,
-            static_cast<int>(batch.total_draft_rows), dynamic_tiles, state);
+        <<<static_cast<int>(num_tiles), kFusedThreadsPerBlock, 0, stream>>>(
+            batch.params, tile_rows, static_cast<int>(num_tiles),
+            static_cast<int>(batch.total_draft_rows), dynamic_tiles,
+            static_cast<LookbackState*>(scratch.data));
     return cudaGetLastError();
   }
 };
@@ -560,7 +593,7 @@ struct PackLaunch {
   static cudaError_t Run(const GreedyDeviceBatch& batch, cudaStream_t stream) {
     const int64_t rb = batch.params.input.row_bytes;
     // The same per-block byte budget as the smallest fused tiles.
-    const int rows_per_block = FusedTileRows(rb, 0);
+    const int rows_per_block = FusedTileRows(rb, 0, 1);
     // row_bytes == 0: one thread still writes packed_row_offsets[b].
     const dim3 grid(rb == 0 ? 1 : batch.params.input.num_sequences,
                     rb == 0 ? 1
@@ -574,17 +607,8 @@ struct PackLaunch {
 
 cudaError_t LaunchFused(const GreedyDeviceBatch& batch,
                         const GreedyScratch& scratch, cudaStream_t stream) {
-  const int tile_rows = FusedTileRows(batch.params.input.row_bytes,
-                                      GreedyPackBytesUpperBound(batch));
-  const int64_t num_tiles =
-      (batch.total_draft_rows + tile_rows - 1) / tile_rows;
-  if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
-    return cudaErrorInvalidValue;
-  }
-  return DispatchVector<FusedLaunch>(
-      CopyVectorBytes(batch.params), batch, tile_rows,
-      static_cast<int>(num_tiles), static_cast<LookbackState*>(scratch.data),
-      stream);
+  return DispatchVector<FusedLaunch>(CopyVectorBytes(batch.params), batch,
+                                     scratch, stream);
 }
 
 cudaError_t LaunchTwoStep(const GreedyDeviceBatch& batch,
@@ -626,20 +650,28 @@ const char* GreedyPathName(GreedyPath path) {
   return "unknown";
 }
 
-int32_t FusedTileRows(int64_t row_bytes, int64_t pack_bytes_upper_bound) {
+int32_t FusedTileRows(int64_t row_bytes, int64_t pack_bytes_upper_bound,
+                      int resident_blocks) {
   if (row_bytes <= 0) return kFusedMaxTileRows;
   // At most 1 GiB per tile keeps its vector count within 32 bits.
   const int64_t tile_bytes = std::min<int64_t>(
       int64_t{1} << 30,
-      std::max(kFusedMinTileBytes, pack_bytes_upper_bound / kFusedTargetTiles));
-  int32_t rows = kFusedMaxTileRows;
-  while (rows > kFusedMinTileRows && rows * row_bytes > tile_bytes) rows /= 2;
+      std::max(kFusedMinTileBytes,
+               pack_bytes_upper_bound / std::max(1, resident_blocks)));
+  // Rounded up: for a large batch, tiles <= resident blocks (one wave, no
+  // ticket counter) matter more than one more round of loads per tile.
+  int32_t rows = kFusedMinTileRows;
+  while (rows < kFusedMaxTileRows && rows * row_bytes < tile_bytes &&
+         2 * rows * row_bytes <= (int64_t{1} << 30)) {
+    rows *= 2;
+  }
   return rows;
 }
 
 cudaError_t GetGreedyScratchBytes(const GreedyScratchLimits& limits,
                                   size_t* bytes) {
-  if (limits.max_sequences < 1 || limits.max_total_draft_rows < 1) {
+  if (limits.max_sequences < 1 || limits.max_total_draft_rows < 1 ||
+      limits.max_total_draft_rows >= kMaxLookbackRows) {
     return cudaErrorInvalidValue;
   }
   size_t cub_bytes = 0;

@@ -69,6 +69,7 @@ inline int64_t GreedyPackBytesUpperBound(const GreedyDeviceBatch& batch) {
 // The largest batch a scratch area serves. The executor sizes scratch once,
 // at start-up, for its maximum batch.
 struct GreedyScratchLimits {
+  // max_total_draft_rows must stay below 2^30 (look-back values are 30 bits).
   int32_t max_sequences = kMaxBatchSequences;
   int64_t max_total_draft_rows = int64_t{kMaxBatchSequences} * kMaxDraftTokens;
 };
@@ -86,8 +87,12 @@ cudaError_t GetGreedyScratchBytes(const GreedyScratchLimits& limits,
                                   size_t* bytes);
 
 // Zeroes the look-back state. REQUIRED once after allocation, before the
-// first launch on `stream` (the fused kernel leaves the state zeroed again at
-// the end of every launch, so this is never needed per batch).
+// first launch on `stream`; never needed per batch (each fused launch tags
+// its look-back words with a launch epoch and retires the epoch itself).
+// A stale word could be mistaken for a current one only when exactly a
+// multiple of 2^32 fused launches on this scratch separate two uses of the
+// same tile slot; a server that wants to rule even that out calls this again
+// (stream-ordered, cheap) every 2^31 launches.
 cudaError_t InitGreedyScratch(const GreedyScratch& scratch,
                               cudaStream_t stream);
 
@@ -127,27 +132,27 @@ cudaError_t LaunchGreedyVerifyOnly(const GreedyDeviceBatch& batch,
 
 // Tuning constants of the fused path, from the H100 runs recorded in
 // docs/PERFORMANCE.md (issue #4):
-//  * 256 threads per block: 8 warps verify 8 sequences at once and the block
-//    still fits 8 times on an SM.
-//  * tiles of at least 16 KiB (one round of 16-byte loads per thread at 4 KiB
-//    rows) and at most ~kFusedTargetTiles tiles per batch: with every tile
-//    starting at once, 1024 tiles of 16 KiB cost 1.9x a D2D copy at 15 MB
-//    (look-back chains); fewer, larger tiles keep the prefix walk to one
-//    block-wide step.
+//  * 256 threads per block: 8 warps verify 8 sequences at once.
+//  * tiles of at least 16 KiB (one round of 16-byte loads in flight per
+//    thread for small batches) and, for large batches, about one tile per
+//    resident block: with every tile starting at once, 1024 tiles of 16 KiB
+//    cost 1.9x a D2D copy at 15 MB (look-back chains), fewer and larger tiles
+//    keep the prefix walk to one or two block-wide steps.
 inline constexpr int kFusedThreadsPerBlock = 256;
 inline constexpr int64_t kFusedMinTileBytes = 16 * 1024;
-inline constexpr int64_t kFusedTargetTiles = 256;
 inline constexpr int32_t kFusedMinTileRows = 4;
 inline constexpr int32_t kFusedMaxTileRows = 128;
 // Largest KV row the CUDA paths accept (keeps a fused tile's vector count
-// within 32 bits: kFusedMinTileRows * 2^28 < 2^32).
+// within 32 bits: kFusedMinTileRows * 2^28 = 2^30).
 inline constexpr int64_t kMaxGreedyRowBytes = int64_t{1} << 28;
 
-// Draft rows per fused tile: max(kFusedMinTileBytes, pack bytes upper bound /
-// kFusedTargetTiles) / row_bytes, rounded down to a power of two and clamped
-// to [kFusedMinTileRows, kFusedMaxTileRows]. kFusedMaxTileRows when
-// row_bytes == 0.
-int32_t FusedTileRows(int64_t row_bytes, int64_t pack_bytes_upper_bound);
+// Draft rows per fused tile: the smallest power of two in
+// [kFusedMinTileRows, kFusedMaxTileRows] whose tile holds max(
+// kFusedMinTileBytes, pack bytes upper bound / resident_blocks) bytes (tiles
+// stay under 1 GiB); kFusedMaxTileRows when row_bytes == 0.
+// resident_blocks: fused blocks the device holds at once.
+int32_t FusedTileRows(int64_t row_bytes, int64_t pack_bytes_upper_bound,
+                      int resident_blocks);
 
 }  // namespace specverify
 
