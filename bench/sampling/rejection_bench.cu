@@ -13,6 +13,7 @@
 // all copies together exceed twice the 50 MB L2 (at most 64 copies).
 //
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
+//                        [--only probabilities|logits,B,GAMMA,V] [--blocks-per-sm N]
 // Without a CUDA device it says so and exits 0.
 #include <cuda_runtime.h>
 
@@ -80,6 +81,10 @@ struct Options {
   std::string csv_path = "rejection_bench.csv";
   int runs = 200;
   bool quick = false;
+  // --only KIND,B,GAMMA,V: one configuration (profiling); --blocks-per-sm N.
+  std::string only_kind;
+  int32_t only_b = 0, only_gamma = 0, only_vocab = 0;
+  int32_t blocks_per_sm = 0;
 };
 
 struct Stats {
@@ -206,10 +211,15 @@ int Main(const Options& opt) {
   cudaStream_t stream;
   BENCH_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
 
-  const std::vector<int32_t> batch_sizes = opt.quick ? std::vector<int32_t>{1, 8} : std::vector<int32_t>{1, 8, 32, 128};
-  const std::vector<int32_t> gammas = opt.quick ? std::vector<int32_t>{8} : std::vector<int32_t>{4, 8};
-  const std::vector<int32_t> vocabs = opt.quick ? std::vector<int32_t>{151936}
-                                                : std::vector<int32_t>{32000, 128256, 151936};
+  std::vector<int32_t> batch_sizes = opt.quick ? std::vector<int32_t>{1, 8} : std::vector<int32_t>{1, 8, 32, 128};
+  std::vector<int32_t> gammas = opt.quick ? std::vector<int32_t>{8} : std::vector<int32_t>{4, 8};
+  std::vector<int32_t> vocabs = opt.quick ? std::vector<int32_t>{151936}
+                                          : std::vector<int32_t>{32000, 128256, 151936};
+  if (opt.only_b > 0) {
+    batch_sizes = {opt.only_b};
+    gammas = {opt.only_gamma};
+    vocabs = {opt.only_vocab};
+  }
   const int32_t max_b = *std::max_element(batch_sizes.begin(), batch_sizes.end());
   const int32_t max_gamma = *std::max_element(gammas.begin(), gammas.end());
   const int32_t max_v = *std::max_element(vocabs.begin(), vocabs.end());
@@ -219,6 +229,7 @@ int Main(const Options& opt) {
   BENCH_CUDA(cudaMalloc(&scratch_memory, scratch_bytes));
   RejectionScratch scratch;
   BENCH_CUDA(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch));
+  if (opt.blocks_per_sm > 0) scratch.race_blocks_per_sm = opt.blocks_per_sm;
   RejectionBatchOutput out;
   BENCH_CUDA(cudaMalloc(&out.accepted_lengths, max_b * sizeof(int32_t)));
   BENCH_CUDA(cudaMalloc(&out.next_tokens, max_b * sizeof(int32_t)));
@@ -235,6 +246,7 @@ int Main(const Options& opt) {
 
   for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
     const std::string kind_name = kind == SampleValueKind::kProbabilities ? "probabilities" : "logits";
+    if (!opt.only_kind.empty() && opt.only_kind != kind_name) continue;
     for (int32_t vocab : vocabs) {
       for (int32_t gamma : gammas) {
         SamplingWorkloadOptions o;
@@ -263,7 +275,7 @@ int Main(const Options& opt) {
           const int copies = static_cast<int>(std::clamp<int64_t>((kRotationBytes + batch_bytes - 1) / batch_bytes, 1,
                                                                   kMaxCopies));
           DeviceCopySet set = Upload(h, copies);
-          const int32_t g = RejectionRaceBlocksPerSequence(b, vocab, scratch.num_sms);
+          const int32_t g = RejectionRaceBlocksPerSequence(b, vocab, scratch.num_sms, scratch.race_blocks_per_sm);
 
           // The floor: probabilities read 2 rows per sequence (the target row
           // and the draft row at k); logits read all 2*gamma+1 rows for the
@@ -315,7 +327,7 @@ int Main(const Options& opt) {
           for (void* p : set.owned) cudaFree(p);
           cudaFree(d_row_index);
         }
-        if (kind == SampleValueKind::kLogits && gamma == 8 && vocab == 151936) {
+        if (kind == SampleValueKind::kLogits && gamma == 8 && vocab == 151936 && opt.only_b == 0) {
           // Top-k 50 then top-p 0.9 on the logits, B = 8: the filter pass's cost.
           SamplingWorkloadOptions f = o;
           f.top_k = 50;
@@ -327,7 +339,8 @@ int Main(const Options& opt) {
               [&](int c) { BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], out}, scratch, stream)); },
               8, opt.runs, stream);
           rows.push_back(Row{kind_name, "cuda_rejection_topk50_topp0.9", 8, gamma, vocab, 8,
-                             RejectionRaceBlocksPerSequence(8, vocab, scratch.num_sms), 0, filtered});
+                             RejectionRaceBlocksPerSequence(8, vocab, scratch.num_sms, scratch.race_blocks_per_sm), 0,
+                             filtered});
           std::printf("logits B=8 gamma=8 V=151936 top-k 50 + top-p 0.9: median %.2f us p95 %.2f us\n",
                       filtered.median_us, filtered.p95_us);
           for (void* p : set.owned) cudaFree(p);
@@ -364,8 +377,20 @@ int main(int argc, char** argv) {
       opt.runs = std::max(200, std::atoi(argv[++i]));
     } else if (a == "--quick") {
       opt.quick = true;
+    } else if (a == "--blocks-per-sm" && i + 1 < argc) {
+      opt.blocks_per_sm = std::atoi(argv[++i]);
+    } else if (a == "--only" && i + 1 < argc) {
+      char kind[32] = {};
+      if (std::sscanf(argv[++i], "%31[a-z],%d,%d,%d", kind, &opt.only_b, &opt.only_gamma, &opt.only_vocab) != 4) {
+        std::fprintf(stderr, "--only KIND,B,GAMMA,V\n");
+        return 2;
+      }
+      opt.only_kind = kind;
     } else {
-      std::fprintf(stderr, "usage: %s [--csv out.csv] [--runs N>=200] [--quick]\n", argv[0]);
+      std::fprintf(stderr,
+                   "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
+                   "[--blocks-per-sm N]\n",
+                   argv[0]);
       return 2;
     }
   }

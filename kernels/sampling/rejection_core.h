@@ -18,11 +18,11 @@ namespace specverify::rejection {
 
 // Softmax normalizers (and full-row sums) are defined over fixed chunks of a
 // row, not over thread blocks: chunk c covers [c * kNormalizerChunk,
-// (c+1) * kNormalizerChunk). Per chunk: m_c = max z, s_c = a sum in double of
+// (c+1) * kNormalizerChunk). Per chunk: m_c = max z, s_c = a sum of
 // LogitWeight(z, m_c, 1/T) in a FIXED order: element e belongs to lane
-// (e / kLaneWidth) % kChunkLanes, each lane adds its elements in increasing e,
-// then lanes are folded pairwise, s[t] += s[t + stride] for stride = 128, 64,
-// ..., 1. Per row: m = max m_c, Z = sum over c in increasing order of
+// (e / kLaneWidth) % kChunkLanes, each lane adds its 16 elements in
+// increasing e in float, then the lane sums, as doubles, are folded pairwise,
+// s[t] += s[t + stride] for stride = 128, 64, ..., 1. Per row: m = max m_c, Z = sum over c in increasing order of
 // s_c * LogitWeight(m_c, m, 1/T) in double, rounded to float. A CUDA block of
 // kChunkLanes threads computes a chunk in exactly this order, so the CPU and
 // the GPU produce the same bits for every normalizer.

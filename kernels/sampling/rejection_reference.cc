@@ -47,19 +47,22 @@ int32_t FirstInvalid(const RejectionBatchInput& in, const std::function<float(in
   return -1;
 }
 
-// A chunk's double sum in the fixed lane order of rejection_core.h.
+// A chunk's sum in the fixed lane order of rejection_core.h: float within a
+// lane, double across lanes.
 template <typename F>
 double ChunkSumFixedOrder(int32_t begin, int32_t end, F contribution) {
   constexpr int32_t kRounds = rejection::kNormalizerChunk / (rejection::kChunkLanes * rejection::kLaneWidth);
-  double lanes[rejection::kChunkLanes] = {};
+  float lane_sums[rejection::kChunkLanes] = {};
   for (int32_t r = 0; r < kRounds; ++r) {
     for (int32_t lane = 0; lane < rejection::kChunkLanes; ++lane) {
       for (int32_t i = 0; i < rejection::kLaneWidth; ++i) {
         const int32_t e = begin + (r * rejection::kChunkLanes + lane) * rejection::kLaneWidth + i;
-        if (e < end) lanes[lane] = detmath::AddD(lanes[lane], contribution(e));
+        if (e < end) lane_sums[lane] = detmath::Add(lane_sums[lane], contribution(e));
       }
     }
   }
+  double lanes[rejection::kChunkLanes];
+  for (int32_t t = 0; t < rejection::kChunkLanes; ++t) lanes[t] = static_cast<double>(lane_sums[t]);
   for (int32_t stride = rejection::kChunkLanes / 2; stride > 0; stride /= 2) {
     for (int32_t t = 0; t < stride; ++t) lanes[t] = detmath::AddD(lanes[t], lanes[t + stride]);
   }
@@ -72,7 +75,7 @@ bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const std::function<f
   double sum = 0.0;
   for (int32_t begin = 0; begin < in.vocab_size; begin += rejection::kNormalizerChunk) {
     const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
-    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) { return static_cast<double>(load(x)); }));
+    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) { return load(x); }));
   }
   return sum > 0.0 && sum <= 1.7976931348623157e308;
 }
@@ -93,9 +96,7 @@ RowNormalizer Normalize(const RejectionBatchInput& in, const std::function<float
         s.argmax = x;
       }
     }
-    s.sum = ChunkSumFixedOrder(begin, end, [&](int32_t x) {
-      return static_cast<double>(rejection::LogitWeight(load(x), s.max, inv_t));
-    });
+    s.sum = ChunkSumFixedOrder(begin, end, [&](int32_t x) { return rejection::LogitWeight(load(x), s.max, inv_t); });
     chunks[c] = s;
   }
   return rejection::CombineChunks(chunks.data(), num_chunks, inv_t);
@@ -141,8 +142,7 @@ void Filter(const RejectionBatchInput& in, const std::function<float(int32_t)>& 
     const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
     sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) {
                           const float z = load(x);
-                          return z >= threshold ? static_cast<double>(rejection::LogitWeight(z, norm.max, inv_t))
-                                                : 0.0;
+                          return z >= threshold ? rejection::LogitWeight(z, norm.max, inv_t) : 0.0f;
                         }));
   }
   norm.threshold = threshold;

@@ -19,11 +19,16 @@ using rejection::RowProbability;
 constexpr int kThreads = rejection::kChunkLanes;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLaneWidth);
-// Race blocks per SM the launcher aims for: 4 blocks of 256 threads keep 1024
-// threads in flight per SM, enough memory parallelism to stream the recovery
-// rows near HBM bandwidth (bench/sampling measures the choice).
-constexpr int kRaceBlocksPerSm = 4;
+// Race blocks per SM the launcher aims for, and the occupancy the race kernel
+// is compiled for (__launch_bounds__ min blocks): 3 blocks of 256 threads
+// leave 80 registers per thread, enough for the decision and two quads of
+// two rows in flight without spills (4 blocks forced 64 registers and spilled
+// once every warp decides). One wave at any b; measured on the H100 in
+// bench/sampling (--blocks-per-sm sweeps it).
+constexpr int kRaceBlocksPerSm = 3;
 constexpr int kFilterThreads = 1024;
+// Row quads each race thread loads before using any (see the race loop).
+constexpr int kQuadsInFlight = 2;
 constexpr int kMaxChunks = (1 << 20) / rejection::kNormalizerChunk;  // V <= 2^20
 constexpr uint32_t kFullMask = 0xffffffffu;
 
@@ -251,7 +256,7 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
     }
   }
   bad = __syncthreads_or(bad);
-  double partial = 0.0;
+  float partial = 0.0f;  // the lane's sum, in float (rejection_core.h's fixed order)
   ChunkStats stats{0.0f, bad ? -1 : begin, 0.0};
   if (a.mode == RowPassMode::kNormalize) {
     m = BlockMaxArg(m, max_shared);
@@ -264,7 +269,7 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           if (x + i < end) {
-            partial = detmath::AddD(partial, static_cast<double>(rejection::LogitWeight(v[r][i], m.value, inv_t)));
+            partial = detmath::Add(partial, rejection::LogitWeight(v[r][i], m.value, inv_t));
           }
         }
       }
@@ -275,11 +280,13 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
       const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if (x + i < end) partial = detmath::AddD(partial, static_cast<double>(v[r][i]));
+        if (x + i < end) partial = detmath::Add(partial, v[r][i]);
       }
     }
   }
-  if (a.mode == RowPassMode::kCheck || !greedy) stats.sum = BlockFixedOrderSum(partial, sum_shared);
+  if (a.mode == RowPassMode::kCheck || !greedy) {
+    stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
+  }
 
   // The last chunk of the row to finish combines the row (tickets reset by it).
   ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
@@ -437,23 +444,21 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
   double z_sum = 0.0;
   for (int32_t begin = 0; begin < v; begin += rejection::kNormalizerChunk) {
     const int32_t end = min(v, begin + rejection::kNormalizerChunk);
-    double partial = 0.0;
+    float partial = 0.0f;
     if (t < kThreads) {
       for (int r = 0; r < kRounds; ++r) {
         for (int i = 0; i < 4; ++i) {
           const int32_t x = begin + (r * kThreads + t) * rejection::kLaneWidth + i;
           if (x < end) {
             const float z = LoadOne<D>(row_ptr, x);
-            const double w = z >= threshold_value
-                                 ? static_cast<double>(rejection::LogitWeight(z, norm.norm.max, inv_t))
-                                 : 0.0;
-            partial = detmath::AddD(partial, w);
+            const float w = z >= threshold_value ? rejection::LogitWeight(z, norm.norm.max, inv_t) : 0.0f;
+            partial = detmath::Add(partial, w);
           }
         }
       }
     }
     // BlockFixedOrderSum over the first kThreads threads.
-    if (t < kThreads) sum_shared[t] = partial;
+    if (t < kThreads) sum_shared[t] = static_cast<double>(partial);
     __syncthreads();
     for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
       if (t < stride) sum_shared[t] = detmath::AddD(sum_shared[t], sum_shared[t + stride]);
@@ -485,126 +490,147 @@ struct RaceArgs {
   bool row_pass_ran;  // norms hold full-row check flags (probabilities / sigmoid)
 };
 
+// The race kernel is compiled per value mode so that the probabilities path
+// carries no logits state in registers.
+enum class RaceMode : int { kProbabilities = 0, kLogitsExact = 1, kSigmoid = 2 };
+
+template <RaceMode M>
+struct RaceModeTraits {
+  static constexpr SampleValueKind kKind =
+      M == RaceMode::kProbabilities ? SampleValueKind::kProbabilities : SampleValueKind::kLogits;
+  static constexpr SampleMethod kMethod = M == RaceMode::kSigmoid ? SampleMethod::kSigmoid : SampleMethod::kExact;
+  static constexpr bool kLogitsExact = M == RaceMode::kLogitsExact;
+};
+
 struct Decision {
   int32_t code;
   int32_t position;
   int32_t k;
-  int32_t next;  // greedy only
+  int32_t next;     // greedy only
+  int32_t drafted;  // x_k when k < gamma, else -1
   bool race;
 };
 
-// First j in [0, n) for which pred(j) holds, or -1; executed by one full warp.
-template <typename Pred>
-__device__ int32_t WarpFirst(int32_t n, Pred pred) {
-  const int lane = threadIdx.x % 32;
-  for (int32_t base = 0; base < n; base += 32) {
-    const int32_t j = base + lane;
-    const unsigned mask = __ballot_sync(kFullMask, j < n && pred(j));
-    if (mask != 0) return base + __ffs(mask) - 1;
-  }
-  return -1;
-}
-
-template <SampleDtype D>
+template <SampleDtype D, RaceMode M>
 __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t gamma,
                            const SequenceSamplingParams& s) {
+  using Traits = RaceModeTraits<M>;
   const RejectionBatchInput& in = a.in;
   const int32_t* draft = in.draft_tokens + first;
   const int64_t target_row0 = static_cast<int64_t>(first) + i;
   const int64_t draft_slot0 = a.num_target_rows + first;
   const DeviceRowNorm* norms = a.scratch.norms;
-  Decision d{kRejectionOk, -1, 0, -1, false};
-  const auto fail = [&d](int32_t code, int32_t position) {
-    d.code = code;
-    d.position = position;
+  Decision d{kRejectionOk, -1, 0, -1, -1, false};
+  if (rejection::SequenceParamsCode(Traits::kKind, Traits::kMethod, s) != kRejectionOk) {
+    d.code = kRejectionBadSequenceParams;
     return d;
-  };
-  if (rejection::SequenceParamsCode(in.kind, in.method, s) != kRejectionOk) return fail(kRejectionBadSequenceParams, -1);
-  int32_t j = WarpFirst(gamma, [&](int32_t j) { return draft[j] < 0 || draft[j] >= in.vocab_size; });
-  if (j >= 0) return fail(kRejectionDraftTokenOutOfRange, j);
-
-  const auto target_at = [&](int32_t pos, int32_t x) {
-    return LoadOne<D>(RowPointer(in.target_values, in.dtype, target_row0 + pos, in.vocab_size), x);
-  };
-  const auto draft_at = [&](int32_t pos, int32_t x) {
-    return LoadOne<D>(RowPointer(in.draft_values, in.dtype, first + pos, in.vocab_size), x);
-  };
-  // Elements read before deciding acceptance, position by position (target first).
-  const auto value_error = [&](int32_t pos) -> int32_t {
-    if (a.logits_exact) {
-      if (norms[target_row0 + pos].flags & kRowBadElement) return kRejectionBadTargetValue;
-      if (in.has_draft_probs && pos < gamma && (norms[draft_slot0 + pos].flags & kRowBadElement)) {
-        return kRejectionBadDraftValue;
-      }
-      return kRejectionOk;
-    }
-    if (!rejection::ValueIsValid(in.kind, target_at(pos, draft[pos]))) return kRejectionBadTargetValue;
-    if (in.has_draft_probs && !rejection::ValueIsValid(in.kind, draft_at(pos, draft[pos]))) {
-      return kRejectionBadDraftValue;
-    }
-    return kRejectionOk;
-  };
-  const auto full_row_error = [&](int32_t pos) -> int32_t {
-    if (!a.row_pass_ran) return kRejectionOk;
-    const int32_t tf = norms[target_row0 + pos].flags;
-    if (tf & kRowBadElement) return kRejectionBadTargetValue;
-    if (tf & kRowBadSum) return kRejectionBadRowSum;
-    if (in.has_draft_probs && pos < gamma) {
-      const int32_t df = norms[draft_slot0 + pos].flags;
-      if (df & kRowBadElement) return kRejectionBadDraftValue;
-      if (df & kRowBadSum) return kRejectionBadRowSum;
-    }
-    return kRejectionOk;
-  };
-  const bool greedy = a.logits_exact && !(s.temperature > 0.0f);
-  const float inv_t = (in.kind == SampleValueKind::kLogits && !greedy) ? rejection::InverseTemperature(s.temperature)
+  }
+  const bool greedy = Traits::kLogitsExact && !(s.temperature > 0.0f);
+  const float inv_t = (Traits::kKind == SampleValueKind::kLogits && !greedy) ? rejection::InverseTemperature(s.temperature)
                                                                         : 0.0f;
   const float sig_scale = detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha);
   const auto seq_index = static_cast<uint32_t>(s.sequence_index);
-  // One lane per position, all checks and the acceptance test in a single
-  // sweep (one round of loads); precedence is resolved afterwards: value
-  // errors anywhere, then full-row errors, then the first rejection.
+  const bool read_norms = Traits::kLogitsExact || a.row_pass_ran;
+  // One lane per position. Every load a lane needs is issued before any is
+  // used (token, then target and draft scalars and row flags together), so the
+  // decision costs two memory round trips; precedence is resolved after the
+  // sweep and matches the reference: draft ids anywhere, then values read,
+  // then full-row flags, then the first rejection.
   const int lane = threadIdx.x % 32;
-  const int32_t checked = a.logits_exact ? gamma + 1 : gamma;
-  int32_t first_value_error = -1, first_row_error = -1, first_reject = -1;
+  int32_t first_token_error = -1, first_value_error = -1, first_row_error = -1, first_reject = -1;
+  int32_t value_code_at_error = 0, row_code_at_error = 0, drafted_at_reject = -1;
   for (int32_t base = 0; base <= gamma; base += 32) {
     const int32_t pos = base + lane;
-    bool value_bad = false, row_bad = false, reject = false;
-    if (pos < checked || pos <= gamma) {
-      if (pos < checked) value_bad = value_error(pos) != kRejectionOk;
-      row_bad = full_row_error(pos) != kRejectionOk;
-      if (pos < gamma && !value_bad) {
-        const int32_t x = draft[pos];
-        if (greedy) {
-          reject = x != norms[target_row0 + pos].norm.argmax;
-        } else {
-          RowProbability rp{in.kind, in.method, inv_t, RowNormalizer{}, in.sigmoid_alpha, sig_scale};
-          if (a.logits_exact) rp.norm = norms[target_row0 + pos].norm;
-          const float p = rejection::ProbabilityOf(rp, target_at(pos, x));
-          float q = 1.0f;
-          if (in.has_draft_probs) {
-            if (a.logits_exact) rp.norm = norms[draft_slot0 + pos].norm;
-            q = rejection::ProbabilityOf(rp, draft_at(pos, x));
-          }
-          reject = !rejection::AcceptDraft(AcceptCoin(s.seed, seq_index, static_cast<uint32_t>(pos)), p, q);
-        }
+    const bool has_token = pos < gamma;
+    const int32_t x = has_token ? draft[pos] : 0;
+    const bool token_bad = has_token && (x < 0 || x >= in.vocab_size);
+    const bool read_values = has_token && !token_bad;
+    float tv = 0.0f, dv = 1.0f;
+    DeviceRowNorm tn{}, dn{};
+    if (read_values) {
+      tv = LoadOne<D>(RowPointer(in.target_values, in.dtype, target_row0 + pos, in.vocab_size), x);
+      if (in.has_draft_probs) dv = LoadOne<D>(RowPointer(in.draft_values, in.dtype, first + pos, in.vocab_size), x);
+    }
+    if (read_norms && pos <= gamma) {
+      tn = norms[target_row0 + pos];
+      if (in.has_draft_probs && has_token) dn = norms[draft_slot0 + pos];
+    }
+    int32_t value_code = kRejectionOk, row_code = kRejectionOk;
+    if (Traits::kLogitsExact && pos <= gamma) {
+      if (tn.flags & kRowBadElement) {
+        value_code = kRejectionBadTargetValue;
+      } else if (in.has_draft_probs && has_token && (dn.flags & kRowBadElement)) {
+        value_code = kRejectionBadDraftValue;
+      }
+    } else if (read_values) {
+      if (!rejection::ValueIsValid(Traits::kKind, tv)) {
+        value_code = kRejectionBadTargetValue;
+      } else if (in.has_draft_probs && !rejection::ValueIsValid(Traits::kKind, dv)) {
+        value_code = kRejectionBadDraftValue;
       }
     }
-    const unsigned value_mask = __ballot_sync(kFullMask, value_bad);
-    const unsigned row_mask = __ballot_sync(kFullMask, row_bad);
+    if (a.row_pass_ran && pos <= gamma) {
+      if (tn.flags & kRowBadElement) {
+        row_code = kRejectionBadTargetValue;
+      } else if (tn.flags & kRowBadSum) {
+        row_code = kRejectionBadRowSum;
+      } else if (in.has_draft_probs && has_token && (dn.flags & kRowBadElement)) {
+        row_code = kRejectionBadDraftValue;
+      } else if (in.has_draft_probs && has_token && (dn.flags & kRowBadSum)) {
+        row_code = kRejectionBadRowSum;
+      }
+    }
+    bool reject = false;
+    if (read_values && value_code == kRejectionOk) {
+      if (greedy) {
+        reject = x != tn.norm.argmax;
+      } else {
+        RowProbability rp{Traits::kKind, Traits::kMethod, inv_t, tn.norm, in.sigmoid_alpha, sig_scale};
+        const float p = rejection::ProbabilityOf(rp, tv);
+        float q = 1.0f;
+        if (in.has_draft_probs) {
+          rp.norm = dn.norm;
+          q = rejection::ProbabilityOf(rp, dv);
+        }
+        reject = !rejection::AcceptDraft(AcceptCoin(s.seed, seq_index, static_cast<uint32_t>(pos)), p, q);
+      }
+    }
+    const unsigned token_mask = __ballot_sync(kFullMask, token_bad);
+    const unsigned value_mask = __ballot_sync(kFullMask, value_code != kRejectionOk);
+    const unsigned row_mask = __ballot_sync(kFullMask, row_code != kRejectionOk);
     const unsigned reject_mask = __ballot_sync(kFullMask, reject);
-    if (first_value_error < 0 && value_mask) first_value_error = base + __ffs(value_mask) - 1;
-    if (first_row_error < 0 && row_mask) first_row_error = base + __ffs(row_mask) - 1;
-    if (first_reject < 0 && reject_mask) first_reject = base + __ffs(reject_mask) - 1;
+    if (first_token_error < 0 && token_mask) first_token_error = base + __ffs(token_mask) - 1;
+    if (first_value_error < 0 && value_mask) {
+      first_value_error = base + __ffs(value_mask) - 1;
+      value_code_at_error = __shfl_sync(kFullMask, value_code, __ffs(value_mask) - 1);
+    }
+    if (first_row_error < 0 && row_mask) {
+      first_row_error = base + __ffs(row_mask) - 1;
+      row_code_at_error = __shfl_sync(kFullMask, row_code, __ffs(row_mask) - 1);
+    }
+    if (first_reject < 0 && reject_mask) {
+      first_reject = base + __ffs(reject_mask) - 1;
+      drafted_at_reject = __shfl_sync(kFullMask, x, __ffs(reject_mask) - 1);
+    }
   }
-  if (first_value_error >= 0) return fail(value_error(first_value_error), first_value_error);
-  if (first_row_error >= 0) return fail(full_row_error(first_row_error), first_row_error);
-  d.k = first_reject < 0 ? gamma : first_reject;
-  if (greedy) {
-    d.next = norms[target_row0 + d.k].norm.argmax;
-    return d;
+  if (first_token_error >= 0) {
+    d.code = kRejectionDraftTokenOutOfRange;
+    d.position = first_token_error;
+  } else if (first_value_error >= 0) {
+    d.code = value_code_at_error;
+    d.position = first_value_error;
+  } else if (first_row_error >= 0) {
+    d.code = row_code_at_error;
+    d.position = first_row_error;
+  } else {
+    d.k = first_reject < 0 ? gamma : first_reject;
+    d.drafted = first_reject < 0 ? -1 : drafted_at_reject;
+    if (greedy) {
+      d.next = norms[target_row0 + d.k].norm.argmax;
+    } else {
+      d.race = true;
+    }
   }
-  d.race = true;
   return d;
 }
 
@@ -618,10 +644,11 @@ __device__ void WriteOutcome(const RaceArgs& a, int32_t i, int32_t gamma, int32_
   a.out.error_positions[i] = ok ? -1 : position;
 }
 
-template <SampleDtype D>
-__global__ void __launch_bounds__(kThreads) AcceptRaceKernel(RaceArgs a) {
-  __shared__ Decision decision;
+template <SampleDtype D, RaceMode M>
+__global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(RaceArgs a) {
+  using Traits = RaceModeTraits<M>;
   __shared__ RaceCandidate warp_residual[kWarps], warp_target[kWarps];
+  __shared__ int32_t warp_flags[kWarps];
   __shared__ int32_t block_flags;
   __shared__ bool is_last;
   const RejectionBatchInput& in = a.in;
@@ -631,15 +658,30 @@ __global__ void __launch_bounds__(kThreads) AcceptRaceKernel(RaceArgs a) {
   const int32_t first = in.draft_offsets[i];
   const int32_t gamma = in.draft_offsets[i + 1] - first;
   const SequenceSamplingParams s = in.sequences[i];
-  if (threadIdx.x < 32) {
-    const Decision dw = Decide<D>(a, i, first, gamma, s);
-    if (threadIdx.x == 0) {
-      decision = dw;
-      block_flags = 0;
+  const int32_t quads = (in.vocab_size + 3) / 4;
+  const int32_t per_block = (quads + a.blocks_per_sequence - 1) / a.blocks_per_sequence;
+  const int32_t q_begin = g * per_block;
+  // Warps 1 and 2 touch one line of this block's slice in every candidate
+  // row (target rows 0..gamma, draft rows 0..gamma-1) before deciding, so the
+  // address translation and first line of the row the race will read are
+  // warm when the decision is known: the race's first loads skip a TLB miss.
+  // One line per row and block: no measurable extra traffic.
+  if (threadIdx.x >= 32 && threadIdx.x < 96 && q_begin < quads) {
+    const bool draft_side = threadIdx.x >= 64;
+    const int64_t element = int64_t{4} * q_begin;
+    for (int32_t j = threadIdx.x % 32; j <= gamma; j += 32) {
+      if (draft_side && (j >= gamma || !in.has_draft_probs)) continue;
+      const void* row = draft_side ? RowPointer(in.draft_values, in.dtype, first + j, in.vocab_size)
+                                   : RowPointer(in.target_values, in.dtype, static_cast<int64_t>(first) + i + j,
+                                                in.vocab_size);
+      const char* address = static_cast<const char*>(row) + element * SampleDtypeBytes(in.dtype);
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
     }
   }
-  __syncthreads();
-  const Decision d = decision;
+  // Every warp decides on its own (same inputs, same decision; the loads
+  // coalesce in L1), so no block barrier separates the decision from the
+  // race loads.
+  const Decision d = Decide<D, M>(a, i, first, gamma, s);
   if (!d.race) {
     if (g == 0 && threadIdx.x == 0) WriteOutcome(a, i, gamma, d.code, d.position, d.k, d.next);
     return;
@@ -649,54 +691,83 @@ __global__ void __launch_bounds__(kThreads) AcceptRaceKernel(RaceArgs a) {
   const int32_t k = d.k;
   const bool residual = k < gamma;
   const bool use_draft_row = residual && in.has_draft_probs;
-  const int32_t drafted = residual ? in.draft_tokens[first + k] : -1;
+  const int32_t drafted = d.drafted;
   const int64_t target_row = static_cast<int64_t>(first) + i + k;
   const void* trow = RowPointer(in.target_values, in.dtype, target_row, in.vocab_size);
   const void* drow = use_draft_row ? RowPointer(in.draft_values, in.dtype, first + k, in.vocab_size) : nullptr;
-  const float inv_t = in.kind == SampleValueKind::kLogits ? rejection::InverseTemperature(s.temperature) : 0.0f;
-  RowProbability trp{in.kind, in.method, inv_t, RowNormalizer{}, in.sigmoid_alpha,
+  const float inv_t = Traits::kKind == SampleValueKind::kLogits ? rejection::InverseTemperature(s.temperature) : 0.0f;
+  RowProbability trp{Traits::kKind, Traits::kMethod, inv_t, RowNormalizer{}, in.sigmoid_alpha,
                      detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
   RowProbability drp = trp;
-  if (a.logits_exact) {
+  if (Traits::kLogitsExact) {
     trp.norm = a.scratch.norms[target_row].norm;
     if (use_draft_row) drp.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
   }
-  const bool check_values = !a.logits_exact;  // logits rows were checked by the normalizer pass
+  constexpr bool check_values = !Traits::kLogitsExact;  // logits rows were checked by the normalizer pass
   const bool vector_ok = in.vocab_size % 4 == 0;
-  const int32_t quads = (in.vocab_size + 3) / 4;
-  const int32_t per_block = (quads + a.blocks_per_sequence - 1) / a.blocks_per_sequence;
-  const int32_t q_begin = g * per_block;
   const int32_t q_end = min(quads, q_begin + per_block);
   const auto seq_index = static_cast<uint32_t>(s.sequence_index);
 
   RaceCandidate best_residual = rejection::NoCandidate();
   RaceCandidate best_target = rejection::NoCandidate();
   int32_t flags = 0;
-  for (int32_t q = q_begin + threadIdx.x; q < q_end; q += kThreads) {
-    const int32_t x0 = 4 * q;
-    float tv[4], dv[4];
-    Load4<D>(trow, x0, in.vocab_size, vector_ok, tv);
-    if (use_draft_row) Load4<D>(drow, x0, in.vocab_size, vector_ok, dv);
-    const Philox4x32 bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(q));
+  // kQuadsInFlight quads per thread are loaded before any is used, so a
+  // thread has that many row reads outstanding (memory-level parallelism at
+  // small b, where each thread owns only a few quads).
+  for (int32_t q0 = q_begin + threadIdx.x; q0 < q_end; q0 += kThreads * kQuadsInFlight) {
+    float tv[kQuadsInFlight][4], dv[kQuadsInFlight][4];
 #pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int32_t x = x0 + e;
-      if (x >= in.vocab_size) break;
-      if (check_values && !rejection::ValueIsValid(in.kind, tv[e])) flags |= 1;
-      const float p = rejection::ProbabilityOf(trp, tv[e]);
-      float qx = 0.0f;
-      if (use_draft_row) {
-        if (check_values && !rejection::ValueIsValid(in.kind, dv[e])) flags |= 2;
-        qx = rejection::ProbabilityOf(drp, dv[e]);
-      } else if (residual) {
-        qx = x == drafted ? 1.0f : 0.0f;
+    for (int u = 0; u < kQuadsInFlight; ++u) {
+      const int32_t q = q0 + u * kThreads;
+      if (q < q_end) {
+        Load4<D>(trow, 4 * q, in.vocab_size, vector_ok, tv[u]);
+        if (use_draft_row) Load4<D>(drow, 4 * q, in.vocab_size, vector_ok, dv[u]);
       }
-      // Only tokens that can win need the logarithm.
-      const float r = residual ? rejection::ResidualWeight(p, qx) : 0.0f;
-      if (r > 0.0f || p > 0.0f) {
-        const float ex = RaceExponential(bits.v[e]);
-        if (residual) rejection::RaceOffer(best_residual, ex, r, x);
-        rejection::RaceOffer(best_target, ex, p, x);
+    }
+#pragma unroll
+    for (int u = 0; u < kQuadsInFlight; ++u) {
+      const int32_t q = q0 + u * kThreads;
+      if (q >= q_end) break;
+      const int32_t x0 = 4 * q;
+      const Philox4x32 bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(q));
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int32_t x = x0 + e;
+        if (x >= in.vocab_size) break;
+        if (check_values && !rejection::ValueIsValid(Traits::kKind, tv[u][e])) flags |= 1;
+        const float p = rejection::ProbabilityOf(trp, tv[u][e]);
+        float qx = 0.0f;
+        if (use_draft_row) {
+          if (check_values && !rejection::ValueIsValid(Traits::kKind, dv[u][e])) flags |= 2;
+          qx = rejection::ProbabilityOf(drp, dv[u][e]);
+        } else if (residual) {
+          qx = x == drafted ? 1.0f : 0.0f;
+        }
+        // Only entrants that can still win need the logarithm and the
+        // division: E = -log u >= 1 - u, so when (1 - u) exceeds the thread's
+        // best key times the weight (with a 0.1% margin that covers every
+        // rounding), E / weight is certainly larger than the best key and,
+        // coming at a higher index, cannot win. The outcome is exactly the
+        // full race's (the CPU reference runs it in full; parity tests
+        // compare). The target race only matters when the whole row has no
+        // residual entrant; a thread that has seen one stops feeding it.
+        const float r = residual ? rejection::ResidualWeight(p, qx) : 0.0f;
+        const bool offer_residual = r > 0.0f;
+        const bool offer_target = p > 0.0f && (!residual || best_residual.token < 0);
+        if (offer_residual || offer_target) {
+          const float uniform = UniformOpenFloat(bits.v[e]);
+          const float one_minus_u = detmath::Sub(1.0f, uniform);
+          const auto hopeless = [one_minus_u](const RaceCandidate& best, float weight) {
+            return best.token >= 0 && one_minus_u > detmath::Mul(detmath::Mul(best.key, weight), 1.001f);
+          };
+          const bool try_residual = offer_residual && !hopeless(best_residual, r);
+          const bool try_target = offer_target && !hopeless(best_target, p);
+          if (try_residual || try_target) {
+            const float ex = -detmath::LogDet(uniform);
+            if (try_residual) rejection::RaceOffer(best_residual, ex, r, x);
+            if (try_target) rejection::RaceOffer(best_target, ex, p, x);
+          }
+        }
       }
     }
   }
@@ -706,12 +777,14 @@ __global__ void __launch_bounds__(kThreads) AcceptRaceKernel(RaceArgs a) {
     warp_residual[warp] = best_residual;
     warp_target[warp] = best_target;
   }
-  if (flags != 0) atomicOr(&block_flags, flags);
+  flags = __reduce_or_sync(kFullMask, flags);
+  if (threadIdx.x % 32 == 0) warp_flags[warp] = flags;
   __syncthreads();
   RacePartial* partials = a.scratch.partials + static_cast<int64_t>(i) * a.blocks_per_sequence;
   if (threadIdx.x == 0) {
-    RacePartial p{warp_residual[0], warp_target[0], block_flags};
+    RacePartial p{warp_residual[0], warp_target[0], warp_flags[0]};
     for (int w = 1; w < kWarps; ++w) {
+      p.flags |= warp_flags[w];
       if (rejection::RaceBeats(warp_residual[w], p.residual)) p.residual = warp_residual[w];
       if (rejection::RaceBeats(warp_target[w], p.target)) p.target = warp_target[w];
     }
@@ -778,17 +851,27 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   RaceArgs args{in, params.output, layout, num_target_rows,
-                RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms), logits_exact,
+                RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms,
+                                               scratch.race_blocks_per_sm),
+                logits_exact,
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
-  AcceptRaceKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  if (logits_exact) {
+    AcceptRaceKernel<D, RaceMode::kLogitsExact><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  } else if (in.method == SampleMethod::kSigmoid) {
+    AcceptRaceKernel<D, RaceMode::kSigmoid><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  } else {
+    AcceptRaceKernel<D, RaceMode::kProbabilities><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  }
   return cudaGetLastError();
 }
 
 }  // namespace
 
-int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms) {
-  const int32_t wanted = (kRaceBlocksPerSm * std::max(1, num_sms) + num_sequences - 1) / std::max(1, num_sequences);
+int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms,
+                                       int32_t blocks_per_sm) {
+  const int32_t wanted =
+      (std::max(1, blocks_per_sm) * std::max(1, num_sms) + num_sequences - 1) / std::max(1, num_sequences);
   return std::clamp(wanted, 1, MaxRaceBlocks(vocab_size));
 }
 
@@ -809,7 +892,7 @@ cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const Reject
   }
   // Tickets start at zero; every launch leaves them at zero again.
   if (cudaError_t e = cudaMemsetAsync(device_memory, 0, TicketBytes(limits), stream); e != cudaSuccess) return e;
-  *scratch = RejectionScratch{device_memory, bytes, limits, sms};
+  *scratch = RejectionScratch{device_memory, bytes, limits, sms, kRaceBlocksPerSm};
   return cudaSuccess;
 }
 

@@ -9,7 +9,7 @@
 //     over positions), then races over 1/G of the recovery-or-bonus row; the
 //     last block to finish (atomic ticket in scratch, reset by that block, so
 //     graph replays need no memset) merges the G partial winners and writes
-//     the outputs. G is chosen so that about 4 blocks per SM exist even at b=1.
+//     the outputs. G is chosen so that about 3 blocks per SM exist even at b=1.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; the
 //     last chunk of a row combines the row), then, with top-k/top-p, a filter
@@ -48,6 +48,9 @@ struct RejectionScratch {
   size_t bytes = 0;
   RejectionScratchLimits limits;
   int32_t num_sms = 0;  // of the device the scratch was initialized on
+  // Race blocks per SM the launcher aims for (3: see rejection_sample.cu);
+  // the benchmark overrides it to measure the choice.
+  int32_t race_blocks_per_sm = 3;
 };
 
 // Bytes of device memory LaunchRejectionSample needs for batches within
@@ -70,7 +73,8 @@ cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const Rej
 
 // Blocks per sequence the race uses for this batch (exposed for the benchmark
 // report).
-int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms);
+int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms,
+                                       int32_t blocks_per_sm = 3);
 
 }  // namespace specverify
 
