@@ -155,7 +155,7 @@ TEST_F(CudaServerTest, ManyConcurrentClientsMatchTheOracleOnTheCalibratedDispatc
   EXPECT_EQ(info->backend(), "cuda");
   EXPECT_EQ(info->dispatch_threshold_source(), "calibration");
   EXPECT_GT(info->dispatch_threshold_bytes(), 0);
-  EXPECT_THAT(server_->backend_reason(), HasSubstr("tau="));
+  EXPECT_THAT(server_->backend_reason(), HasSubstr("slots; dispatch "));
   std::atomic<int> fused{0}, two_step{0};
   HammerAndCheck(/*threads=*/32, /*per_thread=*/30, &fused, &two_step);
   EXPECT_EQ(fused + two_step, 32 * 30);
