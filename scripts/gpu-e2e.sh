@@ -42,7 +42,7 @@ status=0
 # ---- 1. tests ----
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   for t in cuda_executor_test cuda_server_test; do
-    "$bin/$t" > "$out/$t.txt" 2>&1
+    timeout 150 "$bin/$t" > "$out/$t.txt" 2>&1
     rc=$?
     echo "$t: rc=$rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$t.txt" | tr '\n' ' ')"
     [ $rc -eq 0 ] || status=1
@@ -94,7 +94,7 @@ step() {  # name port mport rows concurrency kv_mode
   local fetch=()
   [ "$kv" = handle ] && fetch=(--fetch_kv)
   scrape "$mport" "$out/m-$tag.before" 2>/dev/null
-  "$bin/specverify-loadgen" --address=127.0.0.1:"$port" --concurrency="$c" \
+  timeout 60 "$bin/specverify-loadgen" --address=127.0.0.1:"$port" --concurrency="$c" \
       --duration="${duration}s" --warmup="${warmup}s" --gamma=8 --alpha=0.6 \
       --sequences_per_request=4 --row_bytes="$rows" --kv_return="$kv" "${fetch[@]}" \
       --pool_requests=512 --quiet --json="$out/lg-$tag.json" > "$out/lg-$tag.txt" 2>&1
