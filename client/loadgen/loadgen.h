@@ -15,7 +15,8 @@ namespace specverify::loadgen {
 // Exit codes of specverify-loadgen.
 inline constexpr int kExitOk = 0;
 // At least one answer disagreed with the oracle (or fetched/inline KV bytes
-// did), or the server under test returned unverified answers.
+// did), or the server under test returned unverified answers without being
+// the no-op backend (GetServerInfo.backend "noop").
 inline constexpr int kExitWrongAnswers = 1;
 // The run could not start: bad flags, unreachable server, unwritable output.
 inline constexpr int kExitSetupError = 2;

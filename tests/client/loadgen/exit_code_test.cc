@@ -42,8 +42,12 @@ TEST(ExitCodeTest, UnverifiedAnswersFailOnlyFromTheServerUnderTest) {
   ceiling.steps[0].ceiling.unverified = 100;
   EXPECT_EQ(ExitCodeFor(ceiling), kExitOk);
   RunReport server = OneStep(100, 0);
+  server.server.backend = "cuda";
   server.steps[0].server.unverified = 100;
   EXPECT_EQ(ExitCodeFor(server), kExitWrongAnswers);
+  // Pointed at a no-op server on purpose: unverified is what it promises.
+  server.server.backend = "noop";
+  EXPECT_EQ(ExitCodeFor(server), kExitOk);
 }
 
 TEST(ExitCodeTest, ErrorFractionAboveTheLimitFails) {

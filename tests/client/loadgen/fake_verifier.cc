@@ -131,7 +131,8 @@ grpc::Status FakeVerifier::ReleaseKv(grpc::ServerContext*, const v1::ReleaseKvRe
 grpc::Status FakeVerifier::GetServerInfo(grpc::ServerContext*, const v1::GetServerInfoRequest*,
                                          v1::ServerInfo* response) {
   response->set_version("fake");
-  response->set_backend(options_.noop ? "noop" : "fake");
+  response->set_backend(!options_.backend.empty() ? options_.backend
+                                                  : options_.noop ? "noop" : "fake");
   response->set_device_name("test fake");
   response->add_modes("greedy");
   return grpc::Status::OK;

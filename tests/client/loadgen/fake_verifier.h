@@ -26,6 +26,8 @@ struct FakeVerifierOptions {
   int64_t corrupt_fetch_every = 0;
   // Answer like the no-op backend: verified=false, k = gamma, no KV.
   bool noop = false;
+  // GetServerInfo.backend; empty: "noop" or "fake" following `noop`.
+  std::string backend;
   // Extra service time per Verify request.
   int64_t delay_us = 0;
 };

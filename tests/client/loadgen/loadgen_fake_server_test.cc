@@ -238,14 +238,28 @@ TEST(LoadgenCeilingTest, NoopCeilingAnswersAreUnverifiedNotWrong) {
   EXPECT_THAT(FormatTable(*report), HasSubstr("transport ceiling"));
 }
 
-TEST(LoadgenCeilingTest, UnverifiedAnswersFromTheServerUnderTestFailTheRun) {
-  FakeVerifier noop(FakeVerifierOptions{.noop = true});
-  LoopbackServer server(&noop);
+TEST(LoadgenCeilingTest, UnverifiedAnswersFromAVerifyingBackendFailTheRun) {
+  // Claims to be the CPU backend, answers like the no-op one.
+  FakeVerifier impostor(FakeVerifierOptions{.noop = true, .backend = "cpu"});
+  LoopbackServer server(&impostor);
   auto report = RunLoadgen(BaseConfig(server.address()));
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_EQ(report->steps[0].server.unverified, kRequestsPerStep);
   EXPECT_EQ(report->steps[0].server.wrong_answers, 0);
   EXPECT_EQ(ExitCodeFor(*report), kExitWrongAnswers);
+}
+
+TEST(LoadgenCeilingTest, ADeclaredNoopServerUnderTestIsAnUnverifiedCeilingRun) {
+  FakeVerifier noop(FakeVerifierOptions{.noop = true});
+  LoopbackServer server(&noop);
+  auto report = RunLoadgen(BaseConfig(server.address()));
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->server.backend, "noop");
+  EXPECT_EQ(report->steps[0].server.unverified, kRequestsPerStep);
+  EXPECT_EQ(ExitCodeFor(*report), kExitOk);
+  std::ostringstream out, err;
+  EXPECT_EQ(RunLoadgenMain(BaseConfig(server.address()), out, err), kExitOk);
+  EXPECT_THAT(out.str(), HasSubstr("no-op backend"));
 }
 
 // Coordinated omission: when the server is slow and the client cannot keep
