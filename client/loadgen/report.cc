@@ -155,7 +155,8 @@ void AppendStepJson(std::string& out, const StepResult& r) {
 void AppendServerJson(std::string& out, const ServerDescription& s) {
   absl::StrAppend(&out, "{\"address\":\"", JsonEscape(s.address), "\",\"backend\":\"",
                   JsonEscape(s.backend), "\",\"device_name\":\"", JsonEscape(s.device_name),
-                  "\",\"version\":\"", JsonEscape(s.version), "\"}");
+                  "\",\"version\":\"", JsonEscape(s.version),
+                  "\",\"max_queue_delay_us\":", s.max_queue_delay_us, "}");
 }
 
 }  // namespace
@@ -191,6 +192,11 @@ CeilingRatio ComputeCeilingRatio(const StepPair& pair) {
   if (ceiling_p99 > 0) ratio.p99_ratio = static_cast<double>(server_p99) / ceiling_p99;
   ratio.p99_added_ns = server_p99 - ceiling_p99;
   return ratio;
+}
+
+bool MeetsServiceTarget(const CeilingRatio& ratio, int64_t max_queue_delay_us) {
+  return ratio.throughput_ratio >= kTargetThroughputRatio &&
+         ratio.p99_added_ns <= max_queue_delay_us * 1000 + kTargetP99SlackNs;
 }
 
 std::string JsonEscape(absl::string_view text) {
@@ -280,8 +286,9 @@ std::string FormatTable(const RunReport& report) {
   if (report.has_ceiling) {
     absl::StrAppend(&out, "\ntransport ceiling (server vs no-op server, same workload and load):\n");
     TextTable ratios;
+    const int64_t queue_delay_us = report.server.max_queue_delay_us;
     ratios.AddRow({"step", "req/s", "noop req/s", "throughput ratio", "p99 us", "noop p99 us",
-                   "p99 ratio", "p99 added us"});
+                   "p99 ratio", "p99 added us", "target"});
     for (const StepPair& pair : report.steps) {
       if (!pair.has_ceiling) continue;
       const CeilingRatio ratio = ComputeCeilingRatio(pair);
@@ -290,9 +297,16 @@ std::string FormatTable(const RunReport& report) {
                      absl::StrFormat("%.3f", ratio.throughput_ratio),
                      Us(pair.server.latency.ValueAtQuantile(0.99)),
                      Us(pair.ceiling.latency.ValueAtQuantile(0.99)),
-                     absl::StrFormat("%.2f", ratio.p99_ratio), Us(ratio.p99_added_ns)});
+                     absl::StrFormat("%.2f", ratio.p99_ratio), Us(ratio.p99_added_ns),
+                     queue_delay_us < 0 ? "?"
+                     : MeetsServiceTarget(ratio, queue_delay_us) ? "met" : "missed"});
     }
     out += ratios.Render();
+    if (queue_delay_us >= 0) {
+      absl::StrAppend(&out, "target: throughput ratio >= ", kTargetThroughputRatio,
+                      " and p99 added <= max_queue_delay (", queue_delay_us, " us) + ",
+                      kTargetP99SlackNs / 1000, " us\n");
+    }
   }
 
   const int64_t wrong = report.total_wrong_answers() + report.total_kv_mismatches();
@@ -336,7 +350,12 @@ std::string FormatJson(const RunReport& report) {
       absl::StrAppend(&out, ",\"ceiling\":");
       AppendStepJson(out, pair.ceiling);
       absl::StrAppend(&out, ",\"ceiling_ratio\":{\"throughput\":", Num(ratio.throughput_ratio),
-                      ",\"p99\":", Num(ratio.p99_ratio), ",\"p99_added_ns\":", ratio.p99_added_ns, "}");
+                      ",\"p99\":", Num(ratio.p99_ratio), ",\"p99_added_ns\":", ratio.p99_added_ns);
+      if (report.server.max_queue_delay_us >= 0) {
+        absl::StrAppend(&out, ",\"meets_target\":",
+                        MeetsServiceTarget(ratio, report.server.max_queue_delay_us) ? "true" : "false");
+      }
+      absl::StrAppend(&out, "}");
     }
     absl::StrAppend(&out, "}");
   }

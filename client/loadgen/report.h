@@ -17,6 +17,7 @@ struct ServerDescription {
   std::string backend;      // "cpu", "cuda", "noop", or "unknown"
   std::string device_name;
   std::string version;
+  int64_t max_queue_delay_us = -1;  // ServerLimits; -1 when unknown
 };
 
 struct RunReport {
@@ -41,6 +42,13 @@ struct CeilingRatio {
   int64_t p99_added_ns = 0;  // server p99 minus ceiling p99
 };
 CeilingRatio ComputeCeilingRatio(const StepPair& pair);
+
+// The service target of the design (docs: DESIGN "Targets"): throughput at
+// least 90% of the no-op server's, and p99 at most the no-op p99 plus
+// max_queue_delay plus 100 us. Needs the server's max_queue_delay_us.
+inline constexpr double kTargetThroughputRatio = 0.9;
+inline constexpr int64_t kTargetP99SlackNs = 100'000;
+bool MeetsServiceTarget(const CeilingRatio& ratio, int64_t max_queue_delay_us);
 
 std::string FormatTable(const RunReport& report);
 std::string FormatJson(const RunReport& report);

@@ -126,6 +126,7 @@ absl::StatusOr<ServerDescription> Target::Describe() {
   description.backend = info.backend();
   description.device_name = info.device_name();
   description.version = info.version();
+  if (info.has_limits()) description.max_queue_delay_us = info.limits().max_queue_delay_us();
   return description;
 }
 

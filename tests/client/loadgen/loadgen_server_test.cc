@@ -201,6 +201,10 @@ TEST_F(LoadgenServerTest, TransportCeilingAgainstTheNoopServer) {
   const CeilingRatio ratio = ComputeCeilingRatio(pair);
   EXPECT_GT(ratio.throughput_ratio, 0);
   EXPECT_GT(ratio.p99_ratio, 0);
+  // The server's limits come with GetServerInfo, so the report can judge the
+  // service target (met or missed depends on the machine, not asserted).
+  EXPECT_GT(report->server.max_queue_delay_us, 0);
+  EXPECT_THAT(FormatJson(*report), ::testing::HasSubstr("\"meets_target\":"));
 }
 
 }  // namespace

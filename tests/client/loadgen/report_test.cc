@@ -34,7 +34,7 @@ StepResult MakeStep(int32_t concurrency, int64_t ok, int64_t latency_ns) {
 RunReport MakeReport() {
   RunReport report;
   report.config.address = "127.0.0.1:5000";
-  report.server = {"127.0.0.1:5000", "cpu", "Some \"CPU\"", "0.1.0"};
+  report.server = {"127.0.0.1:5000", "cpu", "Some \"CPU\"", "0.1.0", 200};
   report.has_ceiling = true;
   report.ceiling = {"127.0.0.1:5001", "noop", "", "0.1.0"};
   StepPair pair;
@@ -75,6 +75,18 @@ TEST(ReportTest, CeilingRatioComparesThroughputAndP99) {
   EXPECT_DOUBLE_EQ(ratio.throughput_ratio, 0.5);  // 500 req/s vs 1000 req/s
   EXPECT_NEAR(ratio.p99_ratio, 2.0, 0.02);
   EXPECT_NEAR(static_cast<double>(ratio.p99_added_ns), 100'000, 1'000);
+}
+
+TEST(ReportTest, ServiceTargetNeedsThroughputAndP99) {
+  CeilingRatio ratio;
+  ratio.throughput_ratio = 0.95;
+  ratio.p99_added_ns = 300'000;
+  EXPECT_TRUE(MeetsServiceTarget(ratio, 200));   // 300 us <= 200 us + 100 us
+  EXPECT_FALSE(MeetsServiceTarget(ratio, 199));
+  ratio.throughput_ratio = 0.89;
+  EXPECT_FALSE(MeetsServiceTarget(ratio, 1000));
+  // The fixture's server runs at half the no-op throughput: missed.
+  EXPECT_THAT(FormatTable(MakeReport()), HasSubstr("missed"));
 }
 
 TEST(ReportTest, JsonIsWellFormedAndCarriesTheCounts) {
