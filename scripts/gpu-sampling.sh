@@ -7,6 +7,10 @@
 #
 #   scripts/gpu-sampling.sh <bundle-dir> <out-dir> [--quick] [--no-tests] [--no-bench]
 #
+# The device tool returns only a few files from $OUT: write <out-dir> outside it
+# and bring back one archive, e.g.
+#   run(command="scripts/gpu-sampling.sh .gpu-sampling /tmp/s; tar czf $OUT/s.tgz -C /tmp s")
+#
 # <bundle-dir> comes from (build dir configured with -DCMAKE_CUDA_ARCHITECTURES=90):
 #   scripts/gpu-bundle.sh build-sampling .gpu-sampling tests/kernels/rejection_cuda_test \
 #     tests/kernels/rejection_stats_test tests/kernels/rejection_reference_test \

@@ -46,10 +46,12 @@ def main():
         floor = row.get("read_floor")
         fl = float(floor["median_us"]) if floor else float("nan")
         mb = int(ours["floor_bytes"]) / 1e6
-        tf = float(row["torch_full"]["median_us"]) if "torch_full" in row else float("nan")
-        tg = float(row["torch_gather"]["median_us"]) if "torch_gather" in row else float("nan")
+        tf = float(row["torch_full"]["median_us"]) if "torch_full" in row else None
+        tg = float(row["torch_gather"]["median_us"]) if "torch_gather" in row else None
+        us = lambda t: "—" if t is None else f"{t:.1f}"
+        ratio = lambda t: "—" if t is None else f"{t / o:.1f}×"
         print(f"| {k[0]} | {k[1]} | {k[2]} | {k[3]} | {o:.2f} ({float(ours['p95_us']):.2f}) | {fl:.2f} ({mb:.1f}) "
-              f"| {tf:.1f} | {tg:.1f} | {tf / o:.0f}× | {tg / o:.0f}× | {o / fl:.2f} |")
+              f"| {us(tf)} | {us(tg)} | {ratio(tf)} | {ratio(tg)} | {o / fl:.2f} |")
     extras = [r for r in cuda if r["path"] not in ("cuda_rejection", "read_floor", "empty_kernel")]
     if extras:
         print("\n| option | kind | B | γ | V | median (p95) µs | vs plain |")
