@@ -1,0 +1,153 @@
+// The CPU and no-op backends on their own: Submit is asynchronous, completion
+// runs on the backend's thread, and results (packed rows included) equal the
+// workload oracle on the single-threaded and the thread-pool paths.
+#include "server/backend/cpu_backend.h"
+
+#include <cstring>
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/backend/backend_factory.h"
+#include "kernels/workload/greedy_workload.h"
+#include "server/backend/noop_backend.h"
+#include "tests/testing/byte_compare.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify::server {
+namespace {
+
+using ::specverify::testing::BytesEqual;
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+
+std::unique_ptr<Batch> BatchOf(const GreedyWorkload& w, ArenaMemory& arena) {
+  auto batch = std::make_unique<Batch>();
+  batch->inputs.draft_offsets = w.draft_offsets;
+  batch->inputs.draft_tokens = w.draft_tokens;
+  batch->inputs.target_tokens = w.target_tokens;
+  batch->inputs.draft_kv = w.draft_kv;
+  batch->inputs.row_bytes = w.row_bytes();
+  batch->key.row_bytes = w.row_bytes();
+  batch->packed_kv = w.row_bytes() > 0 ? arena.base() : nullptr;
+  return batch;
+}
+
+// Runs one batch and returns it with its status, checking the completion
+// thread is not the caller's.
+std::pair<std::unique_ptr<Batch>, absl::Status> RunBatch(Backend& backend, std::unique_ptr<Batch> batch) {
+  absl::Notification done;
+  std::unique_ptr<Batch> result;
+  absl::Status status;
+  std::thread::id completion_thread;
+  backend.Submit(std::move(batch), [&](std::unique_ptr<Batch> b, absl::Status s) {
+    completion_thread = std::this_thread::get_id();
+    result = std::move(b);
+    status = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  EXPECT_NE(completion_thread, std::this_thread::get_id());
+  return {std::move(result), std::move(status)};
+}
+
+struct Shape {
+  int32_t sequences;
+  int64_t row_bytes;
+};
+
+class CpuBackendTest : public ::testing::TestWithParam<Shape> {};
+
+TEST_P(CpuBackendTest, MatchesTheOracleOnEveryPath) {
+  GreedyWorkloadOptions o;
+  o.num_sequences = GetParam().sequences;
+  o.gamma_min = 1;
+  o.gamma_max = 16;
+  o.alpha = 0.8;
+  o.row_bytes = GetParam().row_bytes;
+  o.seed = 99;
+  const GreedyWorkload w = *GenerateGreedyWorkload(o);
+  CpuBackendOptions options;
+  options.threads = 4;
+  std::unique_ptr<CpuBackend> backend = *CpuBackend::Create(options);
+  std::unique_ptr<ArenaMemory> arena =
+      *backend->AllocateArenaMemory(std::max<int64_t>(1, w.total_draft_rows() * w.row_bytes()));
+  auto [batch, status] = RunBatch(*backend, BatchOf(w, *arena));
+  ASSERT_THAT(status, IsOk());
+  EXPECT_THAT(batch->results.accepted_lengths, ElementsAreArray(w.expected.accepted_lengths));
+  EXPECT_THAT(batch->results.next_tokens, ElementsAreArray(w.expected.next_tokens));
+  EXPECT_THAT(batch->results.mismatch, ElementsAreArray(w.expected.mismatch));
+  EXPECT_THAT(batch->results.packed_row_offsets, ElementsAreArray(w.expected.packed_row_offsets));
+  EXPECT_TRUE(BytesEqual({arena->base(), w.expected.packed_kv.size()}, w.expected.packed_kv));
+  EXPECT_EQ(batch->path, ExecutionPathLabel::kCpu);
+  EXPECT_TRUE(batch->verified);
+  EXPECT_GT(batch->device_time, absl::ZeroDuration());
+}
+
+// 333 sequences x 4 KiB rows is far above min_parallel_work: the pool splits
+// verify and pack into ranges, with ragged tails.
+INSTANTIATE_TEST_SUITE_P(Shapes, CpuBackendTest,
+                         ::testing::Values(Shape{1, 0}, Shape{7, 4096}, Shape{333, 0},
+                                           Shape{333, 4096}, Shape{1000, 100}),
+                         [](const auto& info) {
+                           return absl::StrCat("b", info.param.sequences, "_row", info.param.row_bytes);
+                         });
+
+TEST(NoopBackendTest, CountsRowsVerifiesNothing) {
+  GreedyWorkloadOptions o;
+  o.num_sequences = 9;
+  o.gamma_min = 2;
+  o.gamma_max = 7;
+  o.row_bytes = 16;
+  const GreedyWorkload w = *GenerateGreedyWorkload(o);
+  NoopBackend backend;
+  std::unique_ptr<ArenaMemory> arena = *backend.AllocateArenaMemory(4096);
+  EXPECT_FALSE(backend.Describe().verifies);
+  auto [batch, status] = RunBatch(backend, BatchOf(w, *arena));
+  ASSERT_THAT(status, IsOk());
+  int32_t rows = 0;
+  for (int i = 0; i < 9; ++i) {
+    EXPECT_EQ(batch->results.accepted_lengths[i], w.gamma(i));
+    EXPECT_EQ(batch->results.next_tokens[i], w.target_tokens_of(i)[w.gamma(i)]);
+    EXPECT_EQ(batch->results.mismatch[i], 0);
+    EXPECT_EQ(batch->results.packed_row_offsets[i], rows);
+    rows += w.gamma(i);
+  }
+  EXPECT_EQ(batch->results.packed_row_offsets[9], rows);
+  EXPECT_FALSE(batch->verified);
+  EXPECT_EQ(batch->path, ExecutionPathLabel::kNoop);
+}
+
+TEST(CpuBackendCreateTest, RejectsBadThreadCount) {
+  CpuBackendOptions options;
+  options.threads = 0;
+  EXPECT_THAT(CpuBackend::Create(options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cpu threads is 0")));
+}
+
+TEST(CpuBackendShutdownTest, SubmitAfterShutdownIsUnavailable) {
+  std::unique_ptr<CpuBackend> backend = *CpuBackend::Create(CpuBackendOptions{});
+  backend->Shutdown();
+  GreedyWorkloadOptions o;
+  o.num_sequences = 1;
+  const GreedyWorkload w = *GenerateGreedyWorkload(o);
+  std::unique_ptr<ArenaMemory> arena = *backend->AllocateArenaMemory(64);
+  absl::Status status;
+  backend->Submit(BatchOf(w, *arena), [&](std::unique_ptr<Batch>, absl::Status s) { status = s; });
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+}
+
+TEST(DeviceSpecTest, ParsesEveryForm) {
+  EXPECT_EQ(ParseDeviceSpec("auto")->kind, DeviceSpec::Kind::kAuto);
+  EXPECT_EQ(ParseDeviceSpec("cpu")->kind, DeviceSpec::Kind::kCpu);
+  EXPECT_EQ(ParseDeviceSpec("noop")->kind, DeviceSpec::Kind::kNoop);
+  EXPECT_EQ(ParseDeviceSpec("cuda:3")->cuda_ordinal, 3);
+  EXPECT_THAT(ParseDeviceSpec("cuda:-1"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda:N")));
+  EXPECT_THAT(ParseDeviceSpec("gpu"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("auto, cpu")));
+}
+
+}  // namespace
+}  // namespace specverify::server
