@@ -285,11 +285,12 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
       }
     }
     cv_.Signal();
-    for (auto& r : flight->requests) r->done(answer);
+    // Report first, so health is NOT_SERVING by the time a client sees INTERNAL.
     if (first_failure) {
       metrics_->OnDeviceError();
       if (options_.on_backend_failure) options_.on_backend_failure(backend_health);
     }
+    for (auto& r : flight->requests) r->done(answer);
     return;
   }
 
