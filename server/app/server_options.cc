@@ -1,13 +1,16 @@
 #include "server/app/server_options.h"
 
+#include <fstream>
 #include <functional>
 #include <map>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/strings/str_split.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/layout/ragged_batch.h"
 #include "server/backend/backend_factory.h"
 
@@ -193,6 +196,54 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Sets one flag; `where` prefixes errors from a config file ("file:line: ").
+absl::Status SetFlag(std::string name, const std::string& value, ServerOptions& options,
+                     const std::string& where) {
+  // Accept dashes for underscores (--max-queue-delay-us).
+  for (char& c : name) c = c == '-' ? '_' : c;
+  auto it = Flags().find(name);
+  if (it == Flags().end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "unknown flag --", name, " (see --help)"));
+  }
+  if (std::string error = it->second.set(value, options); !error.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, "--", name, " is \"", value, "\"; ", error));
+  }
+  return absl::OkStatus();
+}
+
+// A config file: one `name=value` (or `--name=value`) per line; blank lines
+// and lines starting with '#' are ignored. Applied where --config_file
+// appears, so later command-line flags override it.
+absl::Status ApplyConfigFile(const std::string& path, ServerOptions& options) {
+  std::ifstream in(path);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--config_file is \"", path, "\"; cannot be opened"));
+  }
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    absl::string_view text = absl::StripAsciiWhitespace(line);
+    if (text.empty() || text[0] == '#') continue;
+    absl::ConsumePrefix(&text, "--");
+    const size_t eq = text.find('=');
+    const std::string where = absl::StrCat(path, ":", number, ": ");
+    if (eq == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "\"", text, "\" is not name=value"));
+    }
+    SV_RETURN_IF_ERROR(SetFlag(std::string(absl::StripAsciiWhitespace(text.substr(0, eq))),
+                               std::string(absl::StripAsciiWhitespace(text.substr(eq + 1))),
+                               options, where));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ServerOptions> ParseServerFlags(const std::vector<std::string>& args) {
   ServerOptions options;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -218,16 +269,11 @@ absl::StatusOr<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
       }
       value = args[++i];
     }
-    // Accept dashes for underscores (--max-queue-delay-us).
-    for (char& c : name) c = c == '-' ? '_' : c;
-    auto it = Flags().find(name);
-    if (it == Flags().end()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown flag --", name, " (see --help)"));
+    if (name == "config_file" || name == "config-file") {
+      SV_RETURN_IF_ERROR(ApplyConfigFile(value, options));
+      continue;
     }
-    if (std::string error = it->second.set(value, options); !error.empty()) {
-      return Bad(name, absl::StrCat("is \"", value, "\"; ", error));
-    }
+    SV_RETURN_IF_ERROR(SetFlag(std::move(name), value, options, ""));
   }
   if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
   return options;
@@ -235,7 +281,10 @@ absl::StatusOr<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
 
 std::string FlagsHelp() {
   const ServerOptions defaults;
-  std::string out = "specverify-server flags:\n";
+  std::string out =
+      "specverify-server flags:\n"
+      "  --config_file (no default)\n"
+      "      file of name=value lines ('#' comments), applied where it appears\n";
   for (const auto& [name, flag] : Flags()) {
     absl::StrAppend(&out, "  --", name, " (default \"", flag.show(defaults), "\")\n      ",
                     flag.help, "\n");

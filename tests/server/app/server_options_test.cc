@@ -1,5 +1,7 @@
 #include "server/app/server_options.h"
 
+#include <fstream>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -61,6 +63,40 @@ TEST(ServerOptionsTest, InvalidValuesAreNamed) {
   EXPECT_THAT(ParseServerFlags({"--max_message_bytes=100"}),
               StatusIs(kInvalid, HasSubstr("--max_message_bytes is 100")));
   EXPECT_THAT(ParseServerFlags({"--cpu_threads"}), StatusIs(kInvalid, HasSubstr("--cpu_threads needs a value")));
+}
+
+// A config file in the test's temporary directory.
+std::string WriteConfig(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(ServerOptionsTest, ConfigFileAppliesWhereItAppears) {
+  const std::string path = WriteConfig(
+      "sv_config_ok.conf",
+      "# limits\n\nmax_batch_sequences = 32\nmax_sequences_per_request=32\n"
+      "--max_queue_delay_us=900\ndevice=noop\n");
+  absl::StatusOr<ServerOptions> o =
+      ParseServerFlags({"--max_queue_delay_us=5", "--config_file=" + path, "--device=cpu"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_batch_sequences, 32);
+  EXPECT_EQ(o->max_queue_delay_us, 900);  // the file overrides earlier flags
+  EXPECT_EQ(o->device, "cpu");            // later flags override the file
+}
+
+TEST(ServerOptionsTest, ConfigFileErrorsNameFileAndLine) {
+  const std::string path = WriteConfig("sv_config_bad.conf", "device=cpu\nmax_batch_seqs=3\n");
+  EXPECT_THAT(ParseServerFlags({"--config_file", path}),
+              StatusIs(kInvalid, HasSubstr(path + ":2: unknown flag --max_batch_seqs")));
+  const std::string value = WriteConfig("sv_config_value.conf", "cpu_threads=many\n");
+  EXPECT_THAT(ParseServerFlags({"--config_file=" + value}),
+              StatusIs(kInvalid, HasSubstr(value + ":1: --cpu_threads is \"many\"; is not an integer")));
+  const std::string syntax = WriteConfig("sv_config_syntax.conf", "cpu_threads\n");
+  EXPECT_THAT(ParseServerFlags({"--config_file=" + syntax}),
+              StatusIs(kInvalid, HasSubstr(":1: \"cpu_threads\" is not name=value")));
+  EXPECT_THAT(ParseServerFlags({"--config_file=/nonexistent/sv.conf"}),
+              StatusIs(kInvalid, HasSubstr("--config_file is \"/nonexistent/sv.conf\"; cannot be opened")));
 }
 
 TEST(ServerOptionsTest, HelpListsEveryFlagWithDefault) {
