@@ -111,7 +111,28 @@ struct RejectionBatchOutput {
   uint8_t* mismatch = nullptr;          // [b] 1 iff k_i < gamma_i (as greedy; 1 on error)
   int32_t* status_codes = nullptr;      // [b] RejectionCode
   int32_t* error_positions = nullptr;   // [b] row j of the offending value/token, -1 if none
+  // Optional, [offsets[b] + b] (null: not written). Target tokens in the
+  // greedy layout (kernels/layout/ragged_batch.h) that make greedy
+  // verification reproduce this outcome's accepted lengths, so the KV pack of
+  // the greedy path (LaunchGreedyVerifyPack / ReferenceGreedyVerifyPack) can
+  // pack the accepted rows of a sampled batch unchanged. See
+  // GreedyTargetForOutcome; take next tokens from next_tokens, not from greedy.
+  int32_t* greedy_target_tokens = nullptr;
 };
+
+// Sequence i's greedy target token at position j (0 <= j <= gamma) for an
+// outcome with k accepted (0 on error, next = -1): the draft token before k,
+// at k the sampled token when it differs from the draft token (always, except
+// in the zero-residual fallback or on error) and otherwise another valid id
+// (needs V >= 2), and 0 after k.
+// Greedy verification over these tokens stops exactly at k.
+inline constexpr int32_t GreedyTargetForOutcome(int32_t j, int32_t k, int32_t gamma, int32_t draft_j,
+                                                int32_t next) {
+  if (j < k) return draft_j;
+  if (j > k) return 0;
+  if (k == gamma) return next;  // the bonus position: no draft token to differ from
+  return (next >= 0 && next != draft_j) ? next : (draft_j == 0 ? 1 : 0);
+}
 
 struct RejectionSampleParams {
   RejectionBatchInput input;

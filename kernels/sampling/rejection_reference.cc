@@ -284,6 +284,13 @@ void ReferenceRejectionSampleRange(const RejectionSampleParams& params, int32_t 
     out.mismatch[i] = (!ok || o.accepted < view.gamma) ? 1 : 0;
     out.status_codes[i] = o.code;
     out.error_positions[i] = ok ? -1 : o.position;
+    if (out.greedy_target_tokens != nullptr) {
+      const int32_t k = ok ? o.accepted : 0;
+      for (int32_t j = 0; j <= view.gamma; ++j) {
+        out.greedy_target_tokens[first + i + j] =
+            GreedyTargetForOutcome(j, k, view.gamma, j < view.gamma ? view.draft[j] : 0, ok ? o.next : -1);
+      }
+    }
   }
 }
 

@@ -642,6 +642,14 @@ __device__ void WriteOutcome(const RaceArgs& a, int32_t i, int32_t gamma, int32_
   a.out.mismatch[i] = (!ok || k < gamma) ? 1 : 0;
   a.out.status_codes[i] = code;
   a.out.error_positions[i] = ok ? -1 : position;
+  if (a.out.greedy_target_tokens != nullptr) {
+    const int32_t first = a.in.draft_offsets[i];
+    const int32_t accepted = ok ? k : 0;
+    for (int32_t j = 0; j <= gamma; ++j) {
+      a.out.greedy_target_tokens[first + i + j] = GreedyTargetForOutcome(
+          j, accepted, gamma, j < gamma ? a.in.draft_tokens[first + j] : 0, ok ? next : -1);
+    }
+  }
 }
 
 template <SampleDtype D, RaceMode M>
@@ -777,7 +785,9 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
     warp_residual[warp] = best_residual;
     warp_target[warp] = best_target;
   }
-  flags = __reduce_or_sync(kFullMask, flags);
+  // Warp OR of the two flag bits (ballots: __reduce_or_sync needs sm_80 and
+  // the build also emits compute_75 PTX).
+  flags = (__ballot_sync(kFullMask, flags & 1) ? 1 : 0) | (__ballot_sync(kFullMask, flags & 2) ? 2 : 0);
   if (threadIdx.x % 32 == 0) warp_flags[warp] = flags;
   __syncthreads();
   RacePartial* partials = a.scratch.partials + static_cast<int64_t>(i) * a.blocks_per_sequence;

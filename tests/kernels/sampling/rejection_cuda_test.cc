@@ -48,7 +48,9 @@ class DeviceRunner {
     for (void* p : owned_) cudaFree(p);
   }
 
-  RejectionHostOutputs Run(const RejectionBatchInput& host, int replays = 0) {
+  // `greedy_targets`, when given, receives output.greedy_target_tokens.
+  RejectionHostOutputs Run(const RejectionBatchInput& host, int replays = 0,
+                           std::vector<int32_t>* greedy_targets = nullptr) {
     const int32_t b = host.num_sequences;
     const int64_t target_rows = static_cast<int64_t>(host.total_draft_tokens) + b;
     const int64_t bytes_per_row = host.vocab_size * SampleDtypeBytes(host.dtype);
@@ -67,6 +69,7 @@ class DeviceRunner {
     out.mismatch = Alloc<uint8_t>(b);
     out.status_codes = Alloc<int32_t>(b);
     out.error_positions = Alloc<int32_t>(b);
+    if (greedy_targets != nullptr) out.greedy_target_tokens = Alloc<int32_t>(target_rows);
     RejectionScratchLimits limits{b, host.total_draft_tokens, host.vocab_size};
     const size_t scratch_bytes = RejectionScratchBytes(limits);
     void* scratch_memory = Alloc<std::byte>(scratch_bytes);
@@ -96,6 +99,10 @@ class DeviceRunner {
     Download(host_out.mismatch.data(), out.mismatch, b);
     Download(host_out.status_codes.data(), out.status_codes, b);
     Download(host_out.error_positions.data(), out.error_positions, b);
+    if (greedy_targets != nullptr) {
+      greedy_targets->resize(target_rows);
+      Download(greedy_targets->data(), out.greedy_target_tokens, target_rows);
+    }
     return host_out;
   }
 
@@ -115,9 +122,14 @@ class DeviceRunner {
   std::vector<void*> owned_;
 };
 
-RejectionHostOutputs RunCpu(const RejectionBatchInput& in) {
+RejectionHostOutputs RunCpu(const RejectionBatchInput& in, std::vector<int32_t>* greedy_targets = nullptr) {
   RejectionHostOutputs out(in.num_sequences, 0xAB);
-  ReferenceRejectionSample(RejectionSampleParams{in, out.view()});
+  RejectionBatchOutput view = out.view();
+  if (greedy_targets != nullptr) {
+    greedy_targets->assign(static_cast<size_t>(in.total_draft_tokens) + in.num_sequences, -7);
+    view.greedy_target_tokens = greedy_targets->data();
+  }
+  ReferenceRejectionSample(RejectionSampleParams{in, view});
   return out;
 }
 
@@ -177,7 +189,9 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
           const std::string what = absl::StrCat("b ", g.b, " V ", g.vocab, " dtype ", static_cast<int>(dtype),
                                                 " kind ", static_cast<int>(kind), " draft ", draft, " seed ", o.seed);
           DeviceRunner runner;
-          ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()), what);
+          std::vector<int32_t> gpu_targets, cpu_targets;
+          ExpectSameOutputs(runner.Run(w->input(), 0, &gpu_targets), RunCpu(w->input(), &cpu_targets), what);
+          EXPECT_EQ(gpu_targets, cpu_targets) << what << ": greedy_target_tokens";
         }
       }
     }

@@ -2,6 +2,8 @@
 // host validator's statuses.
 #include "kernels/sampling/rejection_reference.h"
 
+#include <cstring>
+
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -9,6 +11,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "kernels/greedy/greedy_reference.h"
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/workload/sampling_workload.h"
 #include "tests/kernels/sampling/sampling_test_util.h"
@@ -253,6 +256,60 @@ TEST(RejectionReferenceTest, EveryDtypeAndKindRunsOnTheWorkloadShapes) {
       }
     }
   }
+}
+
+TEST(RejectionReferenceTest, GreedyTargetTokensLetTheGreedyPackPackTheAcceptedRows) {
+  // The sampled batch's outcome, replayed through the greedy verify-and-pack
+  // reference with the synthetic target tokens, gives the same accepted
+  // lengths and packs exactly the accepted KV rows.
+  SamplingWorkloadOptions o;
+  o.num_sequences = 40;
+  o.vocab_size = 50;
+  o.gamma_min = 1;
+  o.gamma_max = 9;
+  o.shape = DistributionShape::kMixed;
+  o.draft_noise = 2.0f;
+  o.seed = 606;
+  auto w = GenerateSamplingWorkload(o);
+  ASSERT_TRUE(w.ok());
+  RejectionBatchInput in = w->input();
+  // One bad sequence: its lengths must come out 0 in the pack too.
+  std::vector<std::byte> target = w->target_values;
+  const float nan = kNaN;
+  std::memcpy(target.data() + (static_cast<int64_t>(w->draft_offsets[3]) + 3) * o.vocab_size * 4 +
+                  4 * w->draft_tokens[w->draft_offsets[3]],
+              &nan, 4);
+  in.target_values = target.data();
+  RejectionHostOutputs out(in.num_sequences, 0xAB);
+  std::vector<int32_t> greedy_targets(w->total_target_rows(), -7);
+  RejectionBatchOutput view = out.view();
+  view.greedy_target_tokens = greedy_targets.data();
+  ReferenceRejectionSample(RejectionSampleParams{in, view});
+  ASSERT_EQ(out.status_codes[3], kRejectionBadTargetValue);
+
+  constexpr int64_t kRowBytes = 8;
+  std::vector<std::byte> kv(w->total_draft_rows() * kRowBytes);
+  for (size_t b = 0; b < kv.size(); ++b) kv[b] = static_cast<std::byte>(b * 7 + 1);
+  GreedyVerifyParams greedy;
+  greedy.input = GreedyBatchInput{in.num_sequences, w->draft_offsets.data(), w->draft_tokens.data(),
+                                  greedy_targets.data(), kv.data(), kRowBytes};
+  std::vector<int32_t> k(in.num_sequences), next(in.num_sequences), offsets(in.num_sequences + 1);
+  std::vector<uint8_t> mismatch(in.num_sequences);
+  std::vector<std::byte> packed(kv.size());
+  greedy.output = GreedyBatchOutput{k.data(), next.data(), mismatch.data(), offsets.data(), packed.data()};
+  ASSERT_THAT(ValidateGreedyBatch(greedy, LayoutLimits{kMaxBatchSequences, kMaxDraftTokens, o.vocab_size}), IsOk());
+  ReferenceGreedyVerifyPack(greedy);
+  int64_t row = 0;
+  for (int32_t i = 0; i < in.num_sequences; ++i) {
+    EXPECT_EQ(k[i], out.accepted_lengths[i]) << "sequence " << i;
+    EXPECT_EQ(mismatch[i], out.mismatch[i]) << "sequence " << i;
+    for (int32_t j = 0; j < k[i]; ++j, ++row) {
+      EXPECT_EQ(std::memcmp(packed.data() + row * kRowBytes,
+                            kv.data() + (static_cast<int64_t>(w->draft_offsets[i]) + j) * kRowBytes, kRowBytes),
+                0);
+    }
+  }
+  EXPECT_EQ(offsets[in.num_sequences], row);
 }
 
 // ------------------------------------------------------- bad inputs --
