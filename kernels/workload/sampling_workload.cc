@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/sampling/det_math.h"
+#include "kernels/sampling/rejection_reference.h"
 #include "kernels/workload/random.h"
 
 namespace specverify {
@@ -166,6 +167,12 @@ RejectionHostOutputs::RejectionHostOutputs(int32_t b, uint8_t poison)
   std::memset(mismatch.data(), poison, b);
   std::memset(status_codes.data(), poison, b * sizeof(int32_t));
   std::memset(error_positions.data(), poison, b * sizeof(int32_t));
+}
+
+RejectionHostOutputs ReferenceOutcome(const SamplingWorkload& w) {
+  RejectionHostOutputs out(w.num_sequences(), 0);
+  ReferenceRejectionSample(RejectionSampleParams{w.input(), out.view()});
+  return out;
 }
 
 RejectionBatchOutput RejectionHostOutputs::view() {

@@ -60,6 +60,10 @@ struct SamplingWorkload {
   int32_t gamma(int32_t i) const { return draft_offsets[i + 1] - draft_offsets[i]; }
   int64_t total_draft_rows() const { return draft_offsets.back(); }
   int64_t total_target_rows() const { return draft_offsets.back() + options.num_sequences; }
+  // Sequence i belongs to request i / sequences_per_request, at
+  // sequences[i].sequence_index within it, whose VerifyRequest.seed is
+  // sequences[i].seed.
+  int32_t request_of(int32_t i) const { return i / options.sequences_per_request; }
 
   // A host view of the inputs (valid while this workload lives).
   RejectionBatchInput input() const;
@@ -79,6 +83,12 @@ struct RejectionHostOutputs {
   std::vector<int32_t> error_positions;
   RejectionBatchOutput view();
 };
+
+// What a correct verifier answers for this workload: the CPU reference's
+// outcome (sampling is a deterministic function of the inputs and the seeds),
+// the oracle the load generator checks a server against when it sends the
+// sequences grouped as request_of() says.
+RejectionHostOutputs ReferenceOutcome(const SamplingWorkload& w);
 
 // Stores float values in a dtype (round to nearest even), appending to `out`.
 void AppendAsDtype(const float* values, int64_t count, SampleDtype dtype, std::vector<std::byte>& out);

@@ -1,0 +1,115 @@
+// The sampled-workload generator: reproducible from its seed, prefix-stable,
+// shapes as documented, draft tokens drawn from the drafter's support, every
+// dtype and kind, option checks, and the reference oracle.
+#include "kernels/workload/sampling_workload.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/sampling/det_math.h"
+#include "kernels/sampling/rejection_validate.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify {
+namespace {
+
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::HasSubstr;
+
+SamplingWorkloadOptions Small() {
+  SamplingWorkloadOptions o;
+  o.num_sequences = 6;
+  o.vocab_size = 300;
+  o.gamma_min = 1;
+  o.gamma_max = 5;
+  o.shape = DistributionShape::kMixed;
+  o.seed = 99;
+  return o;
+}
+
+TEST(SamplingWorkloadTest, SameSeedSameBytesAndPrefixStable) {
+  auto a = GenerateSamplingWorkload(Small());
+  auto b = GenerateSamplingWorkload(Small());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->target_values, b->target_values);
+  EXPECT_EQ(a->draft_values, b->draft_values);
+  EXPECT_EQ(a->draft_tokens, b->draft_tokens);
+  SamplingWorkloadOptions more = Small();
+  more.num_sequences = 9;
+  auto c = GenerateSamplingWorkload(more);
+  ASSERT_TRUE(c.ok());
+  for (int32_t i = 0; i < 6; ++i) EXPECT_EQ(c->gamma(i), a->gamma(i));
+  EXPECT_TRUE(std::equal(a->target_values.begin(), a->target_values.end(), c->target_values.begin()));
+  SamplingWorkloadOptions other = Small();
+  other.seed = 100;
+  EXPECT_NE(GenerateSamplingWorkload(other)->target_values, a->target_values);
+}
+
+TEST(SamplingWorkloadTest, DisjointShapeSeparatesSupportsAndTokensComeFromTheDraft) {
+  SamplingWorkloadOptions o = Small();
+  o.shape = DistributionShape::kDisjoint;
+  auto w = GenerateSamplingWorkload(o);
+  ASSERT_TRUE(w.ok());
+  const auto* target = reinterpret_cast<const float*>(w->target_values.data());
+  const auto* draft = reinterpret_cast<const float*>(w->draft_values.data());
+  const int32_t v = o.vocab_size;
+  for (int64_t r = 0; r < w->total_target_rows(); ++r) {
+    for (int32_t x = v / 2; x < v; ++x) ASSERT_EQ(target[r * v + x], 0.0f);
+  }
+  for (int64_t r = 0; r < w->total_draft_rows(); ++r) {
+    for (int32_t x = 0; x < v / 2; ++x) ASSERT_EQ(draft[r * v + x], 0.0f);
+    const int32_t token = w->draft_tokens[r];
+    EXPECT_GT(draft[r * v + token], 0.0f) << "draft token outside the drafter's support";
+  }
+}
+
+TEST(SamplingWorkloadTest, EveryDtypeKindAndDraftOptionValidates) {
+  for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kFloat16, SampleDtype::kBFloat16}) {
+    for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+      for (bool draft : {true, false}) {
+        SamplingWorkloadOptions o = Small();
+        o.dtype = dtype;
+        o.kind = kind;
+        o.has_draft_probs = draft;
+        o.sequences_per_request = 4;
+        if (kind == SampleValueKind::kLogits) {
+          o.temperature = 0.7f;
+          o.top_k = 20;
+          o.top_p = 0.95f;
+        }
+        auto w = GenerateSamplingWorkload(o);
+        ASSERT_TRUE(w.ok());
+        const int64_t bytes = SampleDtypeBytes(dtype) * o.vocab_size;
+        EXPECT_EQ(static_cast<int64_t>(w->target_values.size()), w->total_target_rows() * bytes);
+        EXPECT_EQ(static_cast<int64_t>(w->draft_values.size()), draft ? w->total_draft_rows() * bytes : 0);
+        EXPECT_EQ(w->request_of(5), 1);
+        EXPECT_EQ(w->sequences[5].sequence_index, 1);
+        EXPECT_EQ(w->sequences[4].seed, w->sequences[5].seed);
+        EXPECT_NE(w->sequences[3].seed, w->sequences[4].seed);
+        RejectionHostOutputs out = ReferenceOutcome(*w);
+        EXPECT_THAT(ValidateRejectionBatch(RejectionSampleParams{w->input(), out.view()}), IsOk());
+        EXPECT_THAT(RejectionOutcomeStatus(out.status_codes.data(), out.error_positions.data(), o.num_sequences),
+                    IsOk());
+      }
+    }
+  }
+}
+
+TEST(SamplingWorkloadTest, BadOptionsAreInvalidArgument) {
+  SamplingWorkloadOptions o = Small();
+  o.gamma_min = 0;
+  EXPECT_THAT(GenerateSamplingWorkload(o).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gamma")));
+  o = Small();
+  o.vocab_size = 1;
+  EXPECT_THAT(GenerateSamplingWorkload(o).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("vocab_size")));
+  o = Small();
+  o.top_p = 0.0f;
+  EXPECT_THAT(GenerateSamplingWorkload(o).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("top_p")));
+}
+
+}  // namespace
+}  // namespace specverify
