@@ -139,6 +139,9 @@ class Batcher {
   int64_t in_flight_sequences_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
+  // The timer the loop waits for; InfiniteFuture while it runs (or has no
+  // thread), so that any request's timer counts as earlier and wakes it.
+  absl::Time sleeping_until_ ABSL_GUARDED_BY(mu_) = absl::InfiniteFuture();
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool backend_failed_ ABSL_GUARDED_BY(mu_) = false;

@@ -312,7 +312,9 @@ TEST_F(BatcherTest, KeepsAtMostTheBackendsInFlightLimit) {
   backend_.Pause();
   Call calls[3];
   for (int i = 0; i < 3; ++i) ASSERT_THAT(Enqueue(calls[i], 2 * i, 2), IsOk());
-  batcher_->RunOnce();
+  // The third batch is ready but blocked: no timer (a completion wakes the
+  // loop), so the thread would not spin on a past delay budget.
+  EXPECT_EQ(batcher_->RunOnce(), absl::InfiniteFuture());
   EXPECT_EQ(backend_.held_batches(), 2);  // the CPU backend allows 2
   EXPECT_EQ(batcher_->in_flight_batches(), 2);
   EXPECT_EQ(batcher_->queued_sequences(), 2);
