@@ -15,6 +15,7 @@
 #include "client/greedy_requests.h"
 #include "client/verifier_client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "kernels/workload/random.h"
@@ -465,6 +466,52 @@ TEST_F(ServerTest, GetServerInfoReportsBackendLimitsAndVersion) {
   EXPECT_EQ(info->limits().kv_arena_bytes(), options_.kv_arena_bytes);
   EXPECT_EQ(info->dispatch_threshold_source(), "not applicable");
   EXPECT_THAT(info->modes(), ::testing::ElementsAre("greedy"));
+}
+
+TEST_F(ServerTest, ReflectionListsTheVerifierService) {
+  Start();
+  // A raw ServerReflectionInfo call (the packaged gRPC installs no reflection
+  // client): request list_services (field 7, empty string), read one reply.
+  auto channel = grpc::CreateChannel(server_->local_address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(10)));
+  auto call = stub.PrepareCall(
+      &context, "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", &cq);
+  const auto step = [&cq](intptr_t expected) {
+    void* tag = nullptr;
+    bool ok = false;
+    return cq.Next(&tag, &ok) && ok && reinterpret_cast<intptr_t>(tag) == expected;
+  };
+  call->StartCall(reinterpret_cast<void*>(1));
+  ASSERT_TRUE(step(1));
+  grpc::Slice list_services(std::string("\x3a\x00", 2));
+  grpc::ByteBuffer request(&list_services, 1);
+  call->Write(request, reinterpret_cast<void*>(2));
+  ASSERT_TRUE(step(2));
+  grpc::ByteBuffer reply;
+  call->Read(&reply, reinterpret_cast<void*>(3));
+  ASSERT_TRUE(step(3));
+  std::vector<grpc::Slice> slices;
+  ASSERT_TRUE(reply.Dump(&slices).ok());
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) {
+    bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  EXPECT_THAT(bytes, HasSubstr("specverify.v1.Verifier"));
+  EXPECT_THAT(bytes, HasSubstr("grpc.health.v1.Health"));
+  call->WritesDone(reinterpret_cast<void*>(4));
+  ASSERT_TRUE(step(4));
+  grpc::Status status;
+  call->Finish(&status, reinterpret_cast<void*>(5));
+  ASSERT_TRUE(step(5));
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
 }
 
 TEST_F(ServerTest, HealthGoesNotServingWhileDrainingAndWorkInFlightFinishes) {
