@@ -56,7 +56,9 @@ void ExpectConsistent(const StepResult& r) {
   for (const auto& [code, n] : r.errors_by_code) by_code += n;
   EXPECT_EQ(by_code, r.rpc_errors);
   EXPECT_GT(r.window_s, 0);
-  EXPECT_GT(r.client_cpu_cores, 0);  // checking answers is not free
+  // client_cpu_cores is not asserted: process CPU time is sampled at tick
+  // granularity and reads 0 for a short step on a busy machine.
+  EXPECT_GE(r.client_cpu_cores, 0);
 }
 
 // A correct run: every request answered, every answer right.
