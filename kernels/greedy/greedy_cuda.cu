@@ -39,6 +39,9 @@ constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kFusedWarps = kFusedThreadsPerBlock / kWarpSize;
 constexpr int kFusedMinBlocksPerSm = 3;
+// Redundant (look-back free) mode of the fused kernel: b < 256 sequences and
+// at most 4 draft positions per thread (1024 rows), e.g. b = 32 x gamma = 32.
+constexpr int kRedundantPositionsPerThread = 4;
 // Ballot verify kernel: 8 warps (sequences) per block. Any multiple of 32 up
 // to 1024 works; 256 keeps blocks small enough for 8 resident per SM.
 constexpr int kVerifyThreadsPerBlock = 256;
@@ -266,6 +269,8 @@ struct FusedSharedStorage {
   // Per draft row of the tile: its packed row relative to the tile's prefix,
   // or -1 when rejected.
   int row_dest[kFusedMaxTileRows];
+  int k_all[kFusedThreadsPerBlock];         // redundant mode: every k
+  int dest_all[kFusedThreadsPerBlock];      // redundant mode: every offset
   int warp_first_inclusive[kFusedWarps];    // look-back, per warp
   int warp_sum[kFusedWarps];
 };
@@ -328,7 +333,8 @@ template <int kVec>
 __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
     FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
                                 int num_tiles, int total_rows,
-                                bool dynamic_tiles, LookbackState* state) {
+                                bool dynamic_tiles, bool redundant,
+                                LookbackState* state) {
   using V = typename VecType<kVec>::type;
   __shared__ FusedSharedStorage smem;
   unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
@@ -405,9 +411,93 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
   const unsigned epoch = smem.epoch;
 
+  int tile_prefix = 0;
+  if (redundant) {
+    // (4r) Small batch: every block verifies the whole batch, one thread per
+    // draft position with all token loads in flight at once, so each block
+    // knows every accepted length and its tile's prefix without waiting for
+    // any other block (no look-back). all_offsets holds offsets[0 .. b].
+    const int* all = smem.all_offsets;
+    if (tid < b) smem.k_all[tid] = all[tid + 1] - all[tid];
+    const int bonus = tid < b ? p.input.target_tokens[all[tid + 1] + tid] : 0;
+    int seq_of[kRedundantPositionsPerThread];
+    int32_t target_of[kRedundantPositionsPerThread];
+    bool mismatch_of[kRedundantPositionsPerThread];
+#pragma unroll
+    for (int u = 0; u < kRedundantPositionsPerThread; ++u) {
+      const int j = tid + u * kFusedThreadsPerBlock;
+      int lo = 0;
+      if (j < total_rows) {
+        int hi = b - 1;  // largest s with all[s] <= j
+        while (lo < hi) {
+          const int mid = (lo + hi + 1) / 2;
+          if (all[mid] <= j) {
+            lo = mid;
+          } else {
+            hi = mid - 1;
+          }
+        }
+      }
+      seq_of[u] = j < total_rows ? lo : -1;
+    }
+#pragma unroll
+    for (int u = 0; u < kRedundantPositionsPerThread; ++u) {
+      const int j = tid + u * kFusedThreadsPerBlock;
+      target_of[u] = seq_of[u] >= 0 ? p.input.target_tokens[j + seq_of[u]] : 0;
+      mismatch_of[u] =
+          seq_of[u] >= 0 && p.input.draft_tokens[j] != target_of[u];
+    }
+    __syncthreads();  // k_all initialized to gamma
+#pragma unroll
+    for (int u = 0; u < kRedundantPositionsPerThread; ++u) {
+      if (mismatch_of[u]) {
+        const int j = tid + u * kFusedThreadsPerBlock;
+        atomicMin(&smem.k_all[seq_of[u]], j - all[seq_of[u]]);
+      }
+    }
+    __syncthreads();
+    // Outputs of the sequences that start in this tile: the correction from
+    // the thread that loaded it, the bonus from thread `seq`.
+#pragma unroll
+    for (int u = 0; u < kRedundantPositionsPerThread; ++u) {
+      const int seq = seq_of[u];
+      if (seq >= 0 && all[seq] >= tile_start && all[seq] < tile_end) {
+        const int j = tid + u * kFusedThreadsPerBlock;
+        const int k = smem.k_all[seq];
+        if (mismatch_of[u] && j - all[seq] == k) {
+          WriteVerifyOutputs(p.output, seq, k, all[seq + 1] - all[seq],
+                             target_of[u]);
+        }
+      }
+    }
+    if (tid < b && all[tid] >= tile_start && all[tid] < tile_end) {
+      const int gamma = all[tid + 1] - all[tid];
+      if (smem.k_all[tid] == gamma) {
+        WriteVerifyOutputs(p.output, tid, gamma, gamma, bonus);
+      }
+    }
+    int dest_all = 0;
+    int batch_total = 0;
+    cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan).ExclusiveSum(
+        tid < b ? smem.k_all[tid] : 0, dest_all, batch_total);
+    if (tid < b) smem.dest_all[tid] = dest_all;
+    for (int q = tid; q < n_seq; q += kFusedThreadsPerBlock) {
+      const int first = smem.offsets[q];
+      const int gamma = smem.offsets[q + 1] - first;
+      const int k = smem.k_all[s_first + q];
+      const int lo = max(first, tile_start);
+      smem.first_in_tile[q] = lo;
+      smem.end_in_tile[q] = min(first + gamma, tile_end);
+      smem.accepted_in_tile[q] = max(0, min(first + k, tile_end) - lo);
+    }
+    __syncthreads();
+    tile_prefix = smem.dest_all[s_first] +
+                  min(max(tile_start - smem.offsets[0], 0), smem.k_all[s_first]);
+  }
+
   // (4) Verify. A tile that does not hold a sequence's first row needs its
   // acceptance only up to the tile end, so it scans no further.
-  for (int q = warp; q < n_seq; q += kFusedWarps) {
+  for (int q = redundant ? n_seq : warp; q < n_seq; q += kFusedWarps) {
     const int seq = s_first + q;
     const int first = smem.offsets[q];
     const int gamma = smem.offsets[q + 1] - first;
@@ -443,8 +533,9 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   }
 
   // (5) Decoupled look-back (its first barrier also publishes row_dest).
-  int tile_prefix = 0;
-  if (tile == 0) {
+  if (redundant) {
+    __syncthreads();
+  } else if (tile == 0) {
     if (tid == 0) {
       DeviceAtomicRef<unsigned long long>(status[0]).store(
           StatusWord(epoch, kFlagInclusive, tile_aggregate),
@@ -579,10 +670,15 @@ struct FusedLaunch {
       return cudaErrorInvalidValue;
     }
     const bool dynamic_tiles = num_tiles > resident;
+    const bool redundant =
+        !dynamic_tiles &&
+        batch.params.input.num_sequences < kFusedThreadsPerBlock &&
+        batch.total_draft_rows <=
+            int64_t{kFusedThreadsPerBlock} * kRedundantPositionsPerThread;
     FusedGreedyVerifyPackKernel<kVec>
         <<<static_cast<int>(num_tiles), kFusedThreadsPerBlock, 0, stream>>>(
             batch.params, tile_rows, static_cast<int>(num_tiles),
-            static_cast<int>(batch.total_draft_rows), dynamic_tiles,
+            static_cast<int>(batch.total_draft_rows), dynamic_tiles, redundant,
             static_cast<LookbackState*>(scratch.data));
     return cudaGetLastError();
   }
