@@ -1,24 +1,27 @@
 // CUDA greedy verify-and-pack. See greedy_cuda.h for the contract.
 //
 // Fused path, per block (one tile = up to kFusedMaxTileRows consecutive draft
-// rows of the flattened batch, so work per block is bounded by bytes, not by
-// sequences: a batch of 32 sequences x 128 rows x 4 KiB spreads over ~1000
-// blocks instead of seed 000's one SM):
-//   1. take the next tile index from a global counter (tiles are taken in
-//      scheduling order, so every predecessor of a tile is already resident:
-//      the look-back below cannot deadlock);
-//   2. find the sequences overlapping the tile with a two-level parallel
-//      search of draft_offsets (two memory round trips for b <= 65535);
-//   3. warp-ballot verify of each overlapping sequence (one warp each);
-//      count the tile's accepted rows;
-//   4. publish the tile aggregate, look back over predecessors (one warp,
-//      32 tiles per step; Merrill & Garland 2016, "Single-pass Parallel Prefix
-//      Scan with Decoupled Look-back"), publish the inclusive prefix;
-//   5. write the offsets of the sequences that start in the tile and copy the
-//      tile's accepted rows with the widest vector both pointers and row_bytes
-//      allow (16 bytes on the fast path).
-// The last block to finish resets the look-back state, so no init kernel is
-// needed per launch and the path stays a single launch.
+// rows of the flattened batch, sized by bytes so that a large batch fills the
+// GPU in one wave: 32 sequences x 128 rows x 4 KiB spread over 256 blocks
+// instead of seed 000's one SM):
+//   1. the tile is blockIdx.x when the whole grid is resident, else the next
+//      ticket of a counter (tickets follow scheduling order, so every
+//      predecessor of a tile is resident: the look-back cannot deadlock);
+//   2. the first round of KV loads for the tile's draft rows goes out at once,
+//      speculatively (the rows are contiguous; acceptance is not known yet);
+//   3. the sequences overlapping the tile come from a two-level parallel
+//      search of draft_offsets (one round trip for b < 256, two otherwise);
+//   4. verify: warp-ballot scan of each overlapping sequence, all chunks of a
+//      draft loaded before the first ballot; or, for small batches (b < 256,
+//      <= 1024 draft rows), every block verifies the whole batch with one
+//      thread per position and needs no other block's prefix;
+//   5. otherwise the tile aggregate is published and the block looks back
+//      over its predecessors, 256 per step (Merrill & Garland 2016,
+//      "Single-pass Parallel Prefix Scan with Decoupled Look-back"); the
+//      status words carry a launch epoch, so nothing is reset between
+//      launches and the path stays one launch;
+//   6. offsets of the sequences that start in the tile, then the stores of the
+//      accepted rows (16-byte vectors on the fast path) and any later rounds.
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 

@@ -7,7 +7,9 @@
 // ReferenceGreedyVerifyPack):
 //   kFused         one launch: warp-ballot verify of a tile of draft rows, a
 //                  single-pass prefix over accepted rows across blocks
-//                  (decoupled look-back), 16-byte row copies. Any b, any gamma.
+//                  (decoupled look-back; small batches verify the whole
+//                  batch in every block instead), 16-byte row copies. Any b,
+//                  any gamma.
 //   kTwoStep       ballot verify kernel, cub::DeviceScan::ExclusiveSum, a
 //                  multi-block pack kernel (3 kernels + CUB's own launches).
 //   kNaiveTwoStep  as kTwoStep with a thread-per-sequence serial scan: kept
