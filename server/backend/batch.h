@@ -12,25 +12,42 @@
 #include "absl/hash/hash.h"
 #include "absl/time/time.h"
 #include "kernels/layout/ragged_batch.h"
+#include "kernels/sampling/rejection_params.h"
 #include "server/metrics/server_metrics.h"
 
 namespace specverify::server {
 
 enum class VerifyMode { kGreedy, kSampled };
 
-// Sequences merge into one batch only when all four agree.
+// Sequences merge into one batch only when every field agrees. The sampled
+// fields are per-batch parameters of the rejection-sampling kernels
+// (kernels/sampling/rejection_params.h); they stay 0 for greedy.
 struct BatchKey {
   VerifyMode mode = VerifyMode::kGreedy;
   int32_t kv_dtype = 0;     // v1::DataType of the KV rows; 0 when none travel
   int64_t row_bytes = 0;    // 0 when no KV rows are staged
-  int32_t vocab_size = 0;   // 0: unknown
+  int32_t vocab_size = 0;   // 0: unknown (greedy); V, the rows' width (sampled)
+  // Sampled only.
+  SampleDtype value_dtype = SampleDtype::kFloat32;  // of the target/draft rows
+  SampleValueKind value_kind = SampleValueKind::kProbabilities;
+  SampleMethod method = SampleMethod::kExact;
+  bool has_draft_probs = false;
+  bool validate_full_rows = false;
+  float sigmoid_alpha = 0;  // SIGMOID_APPROXIMATION only, else 0
+  float sigmoid_beta = 0;
 
   friend bool operator==(const BatchKey&, const BatchKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const BatchKey& k) {
-    return H::combine(std::move(h), k.mode, k.kv_dtype, k.row_bytes, k.vocab_size);
+    return H::combine(std::move(h), k.mode, k.kv_dtype, k.row_bytes, k.vocab_size,
+                      k.value_dtype, k.value_kind, k.method, k.has_draft_probs,
+                      k.validate_full_rows, k.sigmoid_alpha, k.sigmoid_beta);
   }
 };
+
+// Widest distribution row a sampled request may carry: the CUDA executor
+// sizes its rejection-sampling scratch for it at start-up (151,936 is Qwen's).
+inline constexpr int32_t kMaxSampledVocabSize = 1 << 18;
 
 // Inputs, host memory, in the ragged layout.
 struct GreedyHostInputs {
@@ -73,10 +90,35 @@ struct GreedyHostResults {
   }
 };
 
+// The rest of a sampled batch (key.mode == kSampled): the draft offsets,
+// tokens and KV rows live in Batch::inputs as for greedy; inputs.target_tokens
+// is sized [offsets[b] + b] and the backend fills it with the
+// greedy_target_tokens of the outcome, so the greedy pack packs the accepted
+// rows (rejection_params.h, GreedyTargetForOutcome).
+struct SampledHostInputs {
+  std::vector<std::byte> target_values;             // [(offsets[b] + b) * V] of the key's dtype
+  std::vector<std::byte> draft_values;              // [offsets[b] * V]; empty without draft probs
+  std::vector<SequenceSamplingParams> sequences;    // [b]
+};
+
+// Per-sequence outcome codes of a sampled batch (RejectionCode), [b] each.
+struct SampledHostResults {
+  std::vector<int32_t> status_codes;
+  std::vector<int32_t> error_positions;
+};
+
+struct Batch;
+
+// The host view of a sampled batch for the rejection-sampling kernels, outputs
+// in batch.results / batch.sampled_results (resized here) and the greedy
+// target tokens in batch.inputs.target_tokens.
+RejectionSampleParams SampledHostParams(Batch& batch);
+
 struct Batch {
   uint64_t id = 0;
   BatchKey key;
   GreedyHostInputs inputs;
+  SampledHostInputs sampled;  // empty for greedy
   // Destination of the packed rows, in the backend's memory space (the arena
   // memory the backend allocated): capacity total_draft_rows * row_bytes.
   // Null iff row_bytes == 0.
@@ -88,7 +130,49 @@ struct Batch {
   absl::Duration device_time;
   // False when nothing was verified (no-op backend).
   bool verified = true;
+  // False when the tokens follow an approximation (the sigmoid method).
+  bool exact = true;
+  SampledHostResults sampled_results;  // sampled batches, from a verifying backend
 };
+
+inline RejectionSampleParams SampledHostParams(Batch& batch) {
+  const BatchKey& key = batch.key;
+  const int32_t b = batch.inputs.num_sequences();
+  batch.results.Resize(b);
+  batch.sampled_results.status_codes.resize(b);
+  batch.sampled_results.error_positions.resize(b);
+  RejectionSampleParams p;
+  RejectionBatchInput& in = p.input;
+  in.num_sequences = b;
+  in.vocab_size = key.vocab_size;
+  in.total_draft_tokens = static_cast<int32_t>(batch.inputs.total_draft_rows());
+  in.dtype = key.value_dtype;
+  in.kind = key.value_kind;
+  in.method = key.method;
+  in.has_draft_probs = key.has_draft_probs;
+  in.validate_full_rows = key.validate_full_rows;
+  in.any_top_k_top_p = false;
+  for (const SequenceSamplingParams& s : batch.sampled.sequences) {
+    in.any_top_k_top_p |= s.top_k > 0 || s.top_p < 1.0f;
+  }
+  if (key.method == SampleMethod::kSigmoid) {
+    in.sigmoid_alpha = key.sigmoid_alpha;
+    in.sigmoid_beta = key.sigmoid_beta;
+  }
+  in.draft_offsets = batch.inputs.draft_offsets.data();
+  in.draft_tokens = batch.inputs.draft_tokens.data();
+  in.target_values = batch.sampled.target_values.data();
+  in.draft_values = key.has_draft_probs ? batch.sampled.draft_values.data() : nullptr;
+  in.sequences = batch.sampled.sequences.data();
+  RejectionBatchOutput& out = p.output;
+  out.accepted_lengths = batch.results.accepted_lengths.data();
+  out.next_tokens = batch.results.next_tokens.data();
+  out.mismatch = batch.results.mismatch.data();
+  out.status_codes = batch.sampled_results.status_codes.data();
+  out.error_positions = batch.sampled_results.error_positions.data();
+  out.greedy_target_tokens = batch.inputs.target_tokens.data();
+  return p;
+}
 
 }  // namespace specverify::server
 

@@ -8,7 +8,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "kernels/common/status_macros.h"
 #include "kernels/greedy/greedy_reference.h"
+#include "kernels/sampling/rejection_reference.h"
+#include "kernels/sampling/rejection_validate.h"
 
 namespace specverify::server {
 
@@ -66,7 +69,54 @@ void CpuBackend::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
 
 void CpuBackend::Shutdown() { worker_.Shutdown(); }
 
+absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
+  const absl::Time start = absl::Now();
+  const int32_t b = batch.inputs.num_sequences();
+  RejectionSampleParams sample = SampledHostParams(batch);
+  // The edge validated every request; this guards the reference's contract.
+  SV_RETURN_IF_ERROR(ValidateRejectionBatch(sample));
+  // Sequences are independent: split them when the rows read are many.
+  const int64_t work = batch.inputs.total_draft_rows() +
+                       int64_t{b} * batch.key.vocab_size / 16 +
+                       batch.inputs.total_draft_rows() * batch.inputs.row_bytes / 64;
+  const int tasks =
+      work < options_.min_parallel_work
+          ? 1
+          : static_cast<int>(std::min<int64_t>(pool_.num_threads() + 1, b));
+  const auto range = [b, tasks](int t) {
+    return std::pair<int32_t, int32_t>(
+        static_cast<int32_t>(int64_t{b} * t / tasks),
+        static_cast<int32_t>(int64_t{b} * (t + 1) / tasks));
+  };
+  pool_.ParallelFor(tasks, [&](int t) {
+    const auto [begin, end] = range(t);
+    ReferenceRejectionSampleRange(sample, begin, end);
+  });
+  // The greedy pack phases on the sampled lengths (a refused sequence has
+  // k = 0 and packs nothing).
+  GreedyVerifyParams pack;
+  pack.input = batch.inputs.view();
+  pack.output.accepted_lengths = batch.results.accepted_lengths.data();
+  pack.output.next_tokens = batch.results.next_tokens.data();
+  pack.output.mismatch = batch.results.mismatch.data();
+  pack.output.packed_row_offsets = batch.results.packed_row_offsets.data();
+  pack.output.packed_kv = pack.input.row_bytes > 0 ? batch.packed_kv : nullptr;
+  ReferencePackedRowOffsets(pack);
+  if (pack.input.row_bytes > 0) {
+    pool_.ParallelFor(tasks, [&](int t) {
+      const auto [begin, end] = range(t);
+      ReferencePackRange(pack, begin, end);
+    });
+  }
+  batch.path = ExecutionPathLabel::kSampling;
+  batch.verified = true;
+  batch.exact = IsExactMethod(batch.key.method);
+  batch.device_time = absl::Now() - start;
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::Execute(Batch& batch) {
+  if (batch.key.mode == VerifyMode::kSampled) return ExecuteSampled(batch);
   const absl::Time start = absl::Now();
   const int32_t b = batch.inputs.num_sequences();
   batch.results.Resize(b);

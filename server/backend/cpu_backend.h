@@ -1,5 +1,6 @@
 // The CPU backend: the greedy CPU reference (kernels/greedy/greedy_reference.h)
-// run on one backend thread, with the independent phases (verify, pack) of a
+// and, for sampled batches, the rejection-sampling reference
+// (kernels/sampling/rejection_reference.h), run on one backend thread, with the independent phases (verify, pack) of a
 // large batch split into sequence ranges over a small fixed thread pool.
 // The arena lives in host memory.
 #ifndef SPECVERIFY_SERVER_BACKEND_CPU_BACKEND_H_
@@ -40,6 +41,9 @@ class CpuBackend final : public Backend {
  private:
   explicit CpuBackend(const CpuBackendOptions& options);
   absl::Status Execute(Batch& batch);
+  // Rejection sampling (kernels/sampling/rejection_reference.h), then the
+  // greedy pack phases on the sampled accepted lengths.
+  absl::Status ExecuteSampled(Batch& batch);
 
   const CpuBackendOptions options_;
   ThreadPool pool_;

@@ -39,7 +39,10 @@ absl::Status NoopBackend::Execute(Batch& batch) {
   for (int32_t i = 0; i < b; ++i) {
     const int32_t gamma = in.draft_offsets[i + 1] - in.draft_offsets[i];
     batch.results.accepted_lengths[i] = gamma;
-    batch.results.next_tokens[i] = in.target_tokens[in.draft_offsets[i] + i + gamma];
+    // A sampled batch has no target tokens yet: answer the last draft token.
+    batch.results.next_tokens[i] = batch.key.mode == VerifyMode::kSampled
+                                       ? in.draft_tokens[in.draft_offsets[i] + gamma - 1]
+                                       : in.target_tokens[in.draft_offsets[i] + i + gamma];
     batch.results.mismatch[i] = 0;
     batch.results.packed_row_offsets[i] = rows;
     rows += gamma;
@@ -47,6 +50,7 @@ absl::Status NoopBackend::Execute(Batch& batch) {
   batch.results.packed_row_offsets[b] = rows;
   batch.path = ExecutionPathLabel::kNoop;
   batch.verified = false;
+  batch.exact = IsExactMethod(batch.key.method);
   batch.device_time = absl::Now() - start;
   return absl::OkStatus();
 }

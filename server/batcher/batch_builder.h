@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 
+#include "absl/status/status.h"
 #include "server/backend/batch.h"
 #include "server/batcher/pending_request.h"
 
@@ -15,6 +16,21 @@ namespace specverify::server {
 // REQUIRES: every request passed ValidateVerifyRequest and has `key`.
 void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
                        const BatchKey& key, GreedyHostInputs* inputs);
+
+// Greedy: BuildGreedyInputs. Sampled: offsets, draft tokens and KV rows into
+// batch->inputs (target_tokens sized for the backend's greedy_target_tokens),
+// distribution rows and per-sequence parameters (request seed, index within
+// the request, temperature, top-k, top-p with the proto's 0 mapped to 1) into
+// batch->sampled.
+// REQUIRES: every request passed ValidateVerifyRequest and has `key`.
+void BuildBatchInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
+                      const BatchKey& key, Batch* batch);
+
+// How the request whose sequences are [first_sequence, first_sequence + n)
+// of a completed batch is answered: OK, or (sampled batches only) the
+// INVALID_ARGUMENT of its first sequence the verifier refused, naming the
+// sequence's index within the request and the position.
+absl::Status RequestOutcomeStatus(const Batch& batch, int32_t first_sequence, int32_t n);
 
 }  // namespace specverify::server
 

@@ -238,7 +238,7 @@ void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
     absl::MutexLock lock(&mu_);
     batch->id = next_batch_id_++;
   }
-  BuildGreedyInputs(formed.requests, formed.key, &batch->inputs);
+  BuildBatchInputs(formed.requests, formed.key, batch.get());
   flight->sequences = batch->inputs.num_sequences();
   for (const auto& r : formed.requests) {
     flight->input_bytes += r->shape.payload_bytes;
@@ -344,10 +344,12 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
     timing->set_path(ToWirePath(batch->path));
     timing->set_device_ns(absl::ToInt64Nanoseconds(batch->device_time));
     resp->set_verified(batch->verified);
-    resp->set_exact(true);
+    resp->set_exact(batch->exact);
 
-    absl::Status answer;
-    if (keeps_rows) {
+    // A sampled request whose values the verifier refused is answered
+    // INVALID_ARGUMENT (its rows are freed with the reservation's tail).
+    absl::Status answer = RequestOutcomeStatus(*batch, s0, n);
+    if (answer.ok() && keeps_rows) {
       const int64_t offset = flight->arena_offset + int64_t{base_row} * rb;
       const int64_t bytes = rows * rb;
       if (r->shape.kv_return == v1::KV_RETURN_HANDLE) {
@@ -395,7 +397,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   report.accepted_tokens = res.packed_row_offsets.empty() ? 0 : res.packed_row_offsets.back();
   report.packed_kv_bytes = keeps_rows ? report.accepted_tokens * rb : 0;
   report.device_time = batch->device_time;
-  report.exact = true;
+  report.exact = batch->exact;
   metrics_->OnBatchExecuted(report);
 
   {

@@ -1,5 +1,6 @@
 #include "server/rpc/validation.h"
 
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -78,6 +79,180 @@ absl::StatusOr<KvShape> CheckDraftKv(const v1::SequenceDraft& seq, int i,
   return kv;
 }
 
+// What a request's sampled sequences must share (one batch key), and the
+// bytes of distribution rows they carry.
+struct SampledShape {
+  int32_t vocab = 0;
+  int32_t dtype = 0;
+  int32_t kind = 0;
+  int32_t method = v1::SAMPLING_METHOD_EXACT;
+  bool has_draft = false;
+  bool validate_full_rows = false;
+  float alpha = 0;
+  float beta = 0;
+  int64_t value_bytes = 0;
+};
+
+bool IsValueDtype(int dtype) {
+  return dtype == v1::DATA_TYPE_FLOAT32 || dtype == v1::DATA_TYPE_FLOAT16 ||
+         dtype == v1::DATA_TYPE_BFLOAT16;
+}
+
+// One distribution tensor: dtype, kind, shape [rows, V] and byte length.
+// `vocab` is 0 for the target (which defines V) and V for the draft.
+absl::Status CheckDistribution(const v1::Distribution& d, const std::string& field,
+                               int64_t rows, int32_t* vocab) {
+  const v1::Tensor& t = d.values();
+  if (!IsValueDtype(t.dtype())) {
+    return Invalid(absl::StrCat(field, ".values.dtype is ", t.dtype(),
+                                "; must be FLOAT32, FLOAT16 or BFLOAT16"));
+  }
+  if (d.kind() != v1::DISTRIBUTION_KIND_PROBABILITIES &&
+      d.kind() != v1::DISTRIBUTION_KIND_LOGITS) {
+    return Invalid(absl::StrCat(field, ".kind is ", d.kind(),
+                                "; must be PROBABILITIES or LOGITS"));
+  }
+  if (t.shape_size() != 2) {
+    return Invalid(absl::StrCat(field, ".values.shape has rank ", t.shape_size(),
+                                "; must be [", rows, ", vocab]"));
+  }
+  if (t.shape(0) != rows) {
+    return Invalid(absl::StrCat(field, ".values.shape[0] is ", t.shape(0), "; must be ", rows,
+                                field.ends_with(".target") ? " (gamma + 1)" : " (gamma)"));
+  }
+  const int64_t v = t.shape(1);
+  if (*vocab == 0) {
+    if (v < 2 || v > kMaxSampledVocabSize) {
+      return Invalid(absl::StrCat(field, ".values.shape[1] (vocab) is ", v,
+                                  "; must lie in [2, ", kMaxSampledVocabSize, "]"));
+    }
+    *vocab = static_cast<int32_t>(v);
+  } else if (v != *vocab) {
+    return Invalid(absl::StrCat(field, ".values.shape[1] is ", v,
+                                "; must equal the target's vocab ", *vocab));
+  }
+  const int64_t expected = rows * v * DataTypeSize(t.dtype());
+  if (static_cast<int64_t>(t.data().size()) != expected) {
+    return Invalid(absl::StrCat(field, ".values.data is ", t.data().size(),
+                                " bytes; shape x dtype size requires ", expected));
+  }
+  return absl::OkStatus();
+}
+
+// Everything of one sampled sequence that can be checked without reading the
+// values (those are checked where they are read: per-sequence status codes).
+absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, int32_t gamma) {
+  const v1::SampledTarget& st = seq.sampled();
+  const std::string field = absl::StrCat(Seq(i), ".sampled");
+  SampledShape sh;
+  if (!st.has_target()) {
+    return Invalid(absl::StrCat(field, ".target is not set; [gamma + 1, vocab] rows required"));
+  }
+  if (absl::Status s = CheckDistribution(st.target(), field + ".target", gamma + 1, &sh.vocab);
+      !s.ok()) {
+    return s;
+  }
+  sh.dtype = st.target().values().dtype();
+  sh.kind = st.target().kind();
+  const int64_t elem = DataTypeSize(sh.dtype);
+  sh.value_bytes = int64_t{gamma + 1} * sh.vocab * elem;
+  if (st.has_draft()) {
+    if (absl::Status s = CheckDistribution(st.draft(), field + ".draft", gamma, &sh.vocab);
+        !s.ok()) {
+      return s;
+    }
+    if (st.draft().values().dtype() != sh.dtype) {
+      return Invalid(absl::StrCat(field, ".draft.values.dtype is ", st.draft().values().dtype(),
+                                  " but the target's is ", sh.dtype, "; one dtype per request"));
+    }
+    if (st.draft().kind() != sh.kind) {
+      return Invalid(absl::StrCat(field, ".draft.kind is ", st.draft().kind(),
+                                  " but the target's is ", sh.kind, "; one kind per request"));
+    }
+    sh.has_draft = true;
+    sh.value_bytes += int64_t{gamma} * sh.vocab * elem;
+  }
+  if (seq.vocab_size() != 0 && seq.vocab_size() != sh.vocab) {
+    return Invalid(absl::StrCat(Seq(i), ".vocab_size is ", seq.vocab_size(),
+                                "; must equal the distributions' width ", sh.vocab));
+  }
+  if (absl::Status s = CheckTokens(seq.draft_tokens(), absl::StrCat(Seq(i), ".draft_tokens"),
+                                   sh.vocab);
+      !s.ok()) {
+    return s;
+  }
+  if (!v1::SamplingMethod_IsValid(st.method())) {
+    return Invalid(absl::StrCat(field, ".method is ", st.method(), "; not a SamplingMethod value"));
+  }
+  sh.method = st.method() == v1::SAMPLING_METHOD_UNSPECIFIED ? v1::SAMPLING_METHOD_EXACT
+                                                              : st.method();
+  const bool logits = sh.kind == v1::DISTRIBUTION_KIND_LOGITS;
+  const bool sigmoid = sh.method == v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION;
+  const float t = st.temperature();
+  if (!std::isfinite(t) || t < 0) {
+    return Invalid(absl::StrCat(field, ".temperature is ", t, "; must be finite and >= 0"));
+  }
+  if (st.top_k() < 0 || st.top_k() > sh.vocab) {
+    return Invalid(absl::StrCat(field, ".top_k is ", st.top_k(), "; must lie in [0, vocab=",
+                                sh.vocab, "] (0 = all)"));
+  }
+  if (!(st.top_p() >= 0.0f && st.top_p() <= 1.0f)) {
+    return Invalid(absl::StrCat(field, ".top_p is ", st.top_p(),
+                                "; must lie in [0, 1] (0 or 1 = all)"));
+  }
+  const bool filters = st.top_k() != 0 || (st.top_p() != 0.0f && st.top_p() != 1.0f);
+  if (!logits && filters) {
+    return Invalid(absl::StrCat(field, ".top_k/top_p are ", st.top_k(), "/", st.top_p(),
+                                "; they apply to LOGITS only (send probabilities already "
+                                "filtered, with top_k 0 and top_p 0 or 1)"));
+  }
+  if (sigmoid) {
+    if (!logits) {
+      return Invalid(absl::StrCat(field, ".method is SIGMOID_APPROXIMATION; it requires "
+                                  "LOGITS, the target is PROBABILITIES"));
+    }
+    if (!(std::isfinite(st.sigmoid_alpha()) && std::isfinite(st.sigmoid_beta()) &&
+          st.sigmoid_alpha() < 0 && st.sigmoid_beta() > 0)) {
+      return Invalid(absl::StrCat(field, ".sigmoid_alpha/sigmoid_beta are ", st.sigmoid_alpha(),
+                                  "/", st.sigmoid_beta(), "; must be finite with alpha < 0 < beta"));
+    }
+    if (!(t > 0)) {
+      return Invalid(absl::StrCat(field, ".temperature is ", t,
+                                  "; SIGMOID_APPROXIMATION needs temperature > 0"));
+    }
+    if (filters) {
+      return Invalid(absl::StrCat(field, ".top_k/top_p are ", st.top_k(), "/", st.top_p(),
+                                  "; SIGMOID_APPROXIMATION takes no top-k/top-p"));
+    }
+    sh.alpha = st.sigmoid_alpha();
+    sh.beta = st.sigmoid_beta();
+  }
+  sh.validate_full_rows = st.validate_full_rows();
+  return sh;
+}
+
+// The fields every sampled sequence of a request shares with sequence 0.
+absl::Status CheckSameSampledKey(const SampledShape& a, const SampledShape& first, int i) {
+  const auto differ = [i](const char* what, auto value, auto first_value) {
+    return Invalid(absl::StrCat(Seq(i), ".sampled ", what, " is ", value,
+                                " but sequences[0]'s is ", first_value, "; one ", what,
+                                " per request"));
+  };
+  if (a.vocab != first.vocab) return differ("vocab", a.vocab, first.vocab);
+  if (a.dtype != first.dtype) return differ("dtype", a.dtype, first.dtype);
+  if (a.kind != first.kind) return differ("kind", a.kind, first.kind);
+  if (a.method != first.method) return differ("method", a.method, first.method);
+  if (a.has_draft != first.has_draft) {
+    return differ("draft presence", a.has_draft, first.has_draft);
+  }
+  if (a.validate_full_rows != first.validate_full_rows) {
+    return differ("validate_full_rows", a.validate_full_rows, first.validate_full_rows);
+  }
+  if (a.alpha != first.alpha) return differ("sigmoid_alpha", a.alpha, first.alpha);
+  if (a.beta != first.beta) return differ("sigmoid_beta", a.beta, first.beta);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t DataTypeSize(int dtype) {
@@ -123,6 +298,7 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
   const v1::SequenceDraft& first = request.sequences(0);
   const bool sampled = first.has_sampled();
   KvShape first_kv;
+  SampledShape first_sampled;
   for (int i = 0; i < n; ++i) {
     const v1::SequenceDraft& seq = request.sequences(i);
     if (seq.target_case() == v1::SequenceDraft::TARGET_NOT_SET) {
@@ -168,6 +344,16 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
           !s.ok()) {
         return s;
       }
+    } else {
+      absl::StatusOr<SampledShape> sh = CheckSampled(seq, i, gamma);
+      if (!sh.ok()) return sh.status();
+      if (i == 0) {
+        first_sampled = *sh;
+      } else if (absl::Status s = CheckSameSampledKey(*sh, first_sampled, i); !s.ok()) {
+        return s;
+      }
+      // Rows, one SequenceSamplingParams and the outcome's greedy target tokens.
+      out.payload_bytes += sh->value_bytes + int64_t{sizeof(SequenceSamplingParams)};
     }
     absl::StatusOr<KvShape> kv = CheckDraftKv(seq, i, gamma);
     if (!kv.ok()) return kv.status();
@@ -190,12 +376,6 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     out.total_draft_rows += gamma;
     out.payload_bytes += int64_t{4} * (2 * gamma + 1) + kv->row_bytes * gamma;
   }
-  if (sampled) {
-    return absl::UnimplementedError(
-        "sampled verification is not served yet: the rejection-sampling "
-        "kernels are not wired into this server; send greedy targets");
-  }
-
   out.kv_row_bytes = first_kv.row_bytes;
   out.kv_dtype = first_kv.dtype;
   v1::KvReturn kv_return = request.kv_return();
@@ -205,6 +385,23 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
   out.kv_return = kv_return;
   out.key.mode = VerifyMode::kGreedy;
   out.key.vocab_size = first.vocab_size();
+  if (sampled) {
+    out.key.mode = VerifyMode::kSampled;
+    out.key.vocab_size = first_sampled.vocab;
+    out.key.value_dtype = first_sampled.dtype == v1::DATA_TYPE_FLOAT32   ? SampleDtype::kFloat32
+                          : first_sampled.dtype == v1::DATA_TYPE_FLOAT16 ? SampleDtype::kFloat16
+                                                                         : SampleDtype::kBFloat16;
+    out.key.value_kind = first_sampled.kind == v1::DISTRIBUTION_KIND_LOGITS
+                             ? SampleValueKind::kLogits
+                             : SampleValueKind::kProbabilities;
+    out.key.method = first_sampled.method == v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION
+                         ? SampleMethod::kSigmoid
+                         : SampleMethod::kExact;
+    out.key.has_draft_probs = first_sampled.has_draft;
+    out.key.validate_full_rows = first_sampled.validate_full_rows;
+    out.key.sigmoid_alpha = first_sampled.alpha;
+    out.key.sigmoid_beta = first_sampled.beta;
+  }
   // Rows nobody will read are neither staged nor packed.
   if (first_kv.present && kv_return != v1::KV_RETURN_NONE) {
     out.key.row_bytes = first_kv.row_bytes;

@@ -1,8 +1,9 @@
 // Validation of requests at the edge: pure functions, no state. Every
 // violation is INVALID_ARGUMENT naming the field (with its sequence index)
-// and the limit; nothing invalid reaches the batcher. Sampled drafts that are
-// well formed answer UNIMPLEMENTED until the rejection-sampling kernels are
-// wired in.
+// and the limit; nothing invalid reaches the batcher. For sampled drafts the
+// values inside the distribution rows are the one thing not checked here:
+// the verifier checks the elements it reads and answers INVALID_ARGUMENT
+// naming the sequence and position (docs/SAMPLING.md).
 #ifndef SPECVERIFY_SERVER_RPC_VALIDATION_H_
 #define SPECVERIFY_SERVER_RPC_VALIDATION_H_
 
