@@ -256,7 +256,8 @@ TEST_F(ServerTest, InvalidRequestsAreRejectedAndTheServerKeepsServing) {
   v1::VerifyRequest sampled = Request(0, 1);
   sampled.mutable_sequences(0)->mutable_sampled();
   EXPECT_THAT(client_->Verify(sampled),
-              StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("sampled verification")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sequences[0].sampled.target is not set")));
   EXPECT_TRUE(backend_->batch_sequences().empty());  // nothing invalid was queued
   absl::StatusOr<v1::VerifyResponse> ok = client_->Verify(Request(0, 3, v1::KV_RETURN_INLINE));
   ASSERT_THAT(ok, IsOk());

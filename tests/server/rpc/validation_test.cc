@@ -141,10 +141,11 @@ TEST_F(ValidationTest, MixingGreedyAndSampledIsInvalid) {
                                                        "the same mode")));
 }
 
-TEST_F(ValidationTest, SampledIsUnimplemented) {
+// Sampled requests are served; their field checks are in
+// tests/server/rpc/sampled_validation_test.cc.
+TEST_F(ValidationTest, SampledWithoutTargetRowsIsInvalid) {
   for (auto& seq : *request_.mutable_sequences()) seq.mutable_sampled()->set_temperature(1.0f);
-  EXPECT_THAT(Validate(), StatusIs(absl::StatusCode::kUnimplemented,
-                                   HasSubstr("sampled verification is not served yet")));
+  EXPECT_THAT(Validate(), StatusIs(kInvalid, HasSubstr("sequences[0].sampled.target is not set")));
 }
 
 TEST_F(ValidationTest, DraftKvTensor) {
