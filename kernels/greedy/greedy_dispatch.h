@@ -72,7 +72,7 @@ struct GreedyDispatchConfig {
 };
 
 // Times both paths on the current device over the ladder (allocates its own
-// buffers, start-up only; synchronizes `stream`). Takes tens of milliseconds.
+// buffers, start-up only; synchronizes `stream`). Takes 0.1-0.2 s on an H100.
 // tau = geometric mean of the largest rung where fused wins and the smallest
 // rung from which two-step wins at every larger rung; kFusedAlwaysThreshold
 // when the two-step path never wins.
