@@ -22,6 +22,9 @@ struct Flag {
   std::function<std::string(const ServerOptions&)> show;
   // Returns an error message (without the flag name) or "".
   std::function<std::string(absl::string_view, ServerOptions&)> set;
+  // A bare --name means true (the gflags/absl convention) instead of taking
+  // the next argument as its value.
+  bool is_bool = false;
 };
 
 template <typename T>
@@ -59,6 +62,7 @@ Flag BoolFlag(bool ServerOptions::*field, std::string help) {
     o.*field = parsed;
     return "";
   };
+  f.is_bool = true;
   return f;
 }
 
@@ -103,6 +107,12 @@ const std::map<std::string, Flag>& Flags() {
                              "CUDA: batches staged or executing at once, [1, 16]")},
   };
   return *flags;
+}
+
+bool IsBoolFlag(std::string name) {
+  for (char& c : name) c = c == '-' ? '_' : c;
+  auto it = Flags().find(name);
+  return it != Flags().end() && it->second.is_bool;
 }
 
 absl::Status Bad(absl::string_view flag, absl::string_view message) {
@@ -264,10 +274,13 @@ absl::StatusOr<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
       value = std::string(arg.substr(eq + 1));
     } else {
       name = std::string(arg);
-      if (i + 1 >= args.size()) {
+      if (IsBoolFlag(name)) {
+        value = "true";
+      } else if (i + 1 >= args.size()) {
         return Bad(name, "needs a value (--name=value or --name value)");
+      } else {
+        value = args[++i];
       }
-      value = args[++i];
     }
     if (name == "config_file" || name == "config-file") {
       SV_RETURN_IF_ERROR(ApplyConfigFile(value, options));

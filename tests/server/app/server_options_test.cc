@@ -32,6 +32,23 @@ TEST(ServerOptionsTest, ParsesBothSpellingsAndForms) {
   EXPECT_EQ(o->metrics_address, "");
 }
 
+// Regression: a bare boolean flag used to swallow the next argument as its
+// value ("--calibrate_dispatch --device=cuda:0" failed on "--device=cuda:0").
+TEST(ServerOptionsTest, BareBooleanFlagMeansTrueAndTakesNoValue) {
+  absl::StatusOr<ServerOptions> o =
+      ParseServerFlags({"--calibrate_dispatch", "--device=noop"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_TRUE(o->calibrate_dispatch);
+  EXPECT_EQ(o->device, "noop");
+  o = ParseServerFlags({"--calibrate-dispatch=false"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_FALSE(o->calibrate_dispatch);
+  // Non-boolean flags still take the next argument.
+  o = ParseServerFlags({"--device", "noop"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->device, "noop");
+}
+
 TEST(ServerOptionsTest, UnknownFlagIsNamed) {
   EXPECT_THAT(ParseServerFlags({"--max_batch_seqs=3"}),
               StatusIs(kInvalid, HasSubstr("unknown flag --max_batch_seqs")));
