@@ -26,7 +26,7 @@ RUN apt-get update -qq \
       libprometheus-cpp-pull1.0 libcivetweb1 \
  && rm -rf /var/lib/apt/lists/* \
  && useradd --system --no-create-home specverify
-COPY --from=build /build/server/specverify-server /build/client/loadgen/specverify-loadgen /usr/local/bin/
+COPY --from=build /build/server/specverify-server /build/client/specverify-loadgen /usr/local/bin/
 USER specverify
 EXPOSE 50051 9401
 ENTRYPOINT ["specverify-server", "--listen_address=0.0.0.0:50051", "--metrics_address=0.0.0.0:9401", "--device=auto"]
