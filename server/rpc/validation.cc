@@ -243,10 +243,12 @@ absl::Status CheckSameSampledKey(const SampledShape& a, const SampledShape& firs
   if (a.kind != first.kind) return differ("kind", a.kind, first.kind);
   if (a.method != first.method) return differ("method", a.method, first.method);
   if (a.has_draft != first.has_draft) {
-    return differ("draft presence", a.has_draft, first.has_draft);
+    return differ("draft", a.has_draft ? "present" : "absent",
+                  first.has_draft ? "present" : "absent");
   }
   if (a.validate_full_rows != first.validate_full_rows) {
-    return differ("validate_full_rows", a.validate_full_rows, first.validate_full_rows);
+    return differ("validate_full_rows", a.validate_full_rows ? "true" : "false",
+                  first.validate_full_rows ? "true" : "false");
   }
   if (a.alpha != first.alpha) return differ("sigmoid_alpha", a.alpha, first.alpha);
   if (a.beta != first.beta) return differ("sigmoid_beta", a.beta, first.beta);
