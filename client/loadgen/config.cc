@@ -78,6 +78,45 @@ absl::StatusOr<KvReturnMode> ParseKvReturnMode(absl::string_view text) {
   return FlagError("kv_return", absl::StrCat("expected inline, handle or none, got '", text, "'"));
 }
 
+absl::StatusOr<WorkloadMode> ParseWorkloadMode(absl::string_view text) {
+  if (text == "greedy") return WorkloadMode::kGreedy;
+  if (text == "sampled") return WorkloadMode::kSampled;
+  return FlagError("mode", absl::StrCat("expected greedy or sampled, got '", text, "'"));
+}
+absl::StatusOr<SampleDtype> ParseSampleDtype(absl::string_view text) {
+  if (text == "fp32") return SampleDtype::kFloat32;
+  if (text == "fp16") return SampleDtype::kFloat16;
+  if (text == "bf16") return SampleDtype::kBFloat16;
+  return FlagError("dtype", absl::StrCat("expected fp32, fp16 or bf16, got '", text, "'"));
+}
+absl::StatusOr<SampleValueKind> ParseSampleKind(absl::string_view text) {
+  if (text == "probs") return SampleValueKind::kProbabilities;
+  if (text == "logits") return SampleValueKind::kLogits;
+  return FlagError("kind", absl::StrCat("expected probs or logits, got '", text, "'"));
+}
+absl::StatusOr<SampleMethod> ParseSampleMethod(absl::string_view text) {
+  if (text == "exact") return SampleMethod::kExact;
+  if (text == "sigmoid") return SampleMethod::kSigmoid;
+  return FlagError("method", absl::StrCat("expected exact or sigmoid, got '", text, "'"));
+}
+absl::string_view WorkloadModeName(WorkloadMode mode) {
+  return mode == WorkloadMode::kGreedy ? "greedy" : "sampled";
+}
+absl::string_view SampleDtypeName(SampleDtype dtype) {
+  switch (dtype) {
+    case SampleDtype::kFloat32: return "fp32";
+    case SampleDtype::kFloat16: return "fp16";
+    case SampleDtype::kBFloat16: return "bf16";
+  }
+  return "?";
+}
+absl::string_view SampleKindName(SampleValueKind kind) {
+  return kind == SampleValueKind::kProbabilities ? "probs" : "logits";
+}
+absl::string_view SampleMethodName(SampleMethod method) {
+  return method == SampleMethod::kExact ? "exact" : "sigmoid";
+}
+
 absl::string_view LoopModeName(LoopMode mode) {
   return mode == LoopMode::kClosed ? "closed" : "open";
 }
@@ -131,6 +170,10 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
   }
   if (w.fetch_kv_fraction > 0 && w.row_bytes == 0) {
     return FlagError("fetch_kv", "needs --row_bytes > 0 (no KV rows to fetch)");
+  }
+  if (w.mode == WorkloadMode::kSampled && w.method == SampleMethod::kSigmoid &&
+      w.kind != SampleValueKind::kLogits) {
+    return FlagError("method", "sigmoid needs --kind=logits");
   }
   if (!(c.max_error_fraction >= 0 && c.max_error_fraction <= 1)) {
     return FlagError("max_error_fraction", "must be in [0, 1]");

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/loadgen/schedule.h"
+#include "kernels/sampling/rejection_params.h"
 
 namespace specverify::loadgen {
 
@@ -20,6 +21,9 @@ enum class LoopMode { kClosed, kOpen };
 enum class RpcKind { kUnary, kStream };
 // How the accepted KV rows come back (VerifyRequest.kv_return).
 enum class KvReturnMode { kHandle, kInline, kNone };
+// What the drafts ask for: greedy (target tokens) or sampled (distribution
+// rows, rejection sampling, checked by recomputing the CPU reference).
+enum class WorkloadMode { kGreedy, kSampled };
 
 struct TransportOptions {
   bool tls = false;
@@ -32,6 +36,13 @@ struct TransportOptions {
 };
 
 struct WorkloadConfig {
+  WorkloadMode mode = WorkloadMode::kGreedy;
+  // Sampled only (kernels/workload/sampling_workload.h); --vocab is the rows'
+  // width, --alpha does not apply (acceptance follows the distributions).
+  SampleDtype dtype = SampleDtype::kFloat32;
+  SampleValueKind kind = SampleValueKind::kProbabilities;
+  SampleMethod method = SampleMethod::kExact;
+  bool draft_probs = true;
   int32_t gamma_min = 8;
   int32_t gamma_max = 8;
   double alpha = 0.6;
@@ -91,11 +102,19 @@ absl::StatusOr<std::pair<int32_t, int32_t>> ParseGammaRange(absl::string_view te
 absl::StatusOr<RpcKind> ParseRpcKind(absl::string_view text);
 absl::StatusOr<ArrivalProcess> ParseArrivalProcess(absl::string_view text);
 absl::StatusOr<KvReturnMode> ParseKvReturnMode(absl::string_view text);
+absl::StatusOr<WorkloadMode> ParseWorkloadMode(absl::string_view text);     // greedy | sampled
+absl::StatusOr<SampleDtype> ParseSampleDtype(absl::string_view text);       // fp32 | fp16 | bf16
+absl::StatusOr<SampleValueKind> ParseSampleKind(absl::string_view text);    // probs | logits
+absl::StatusOr<SampleMethod> ParseSampleMethod(absl::string_view text);     // exact | sigmoid
 
 absl::string_view LoopModeName(LoopMode mode);
 absl::string_view RpcKindName(RpcKind kind);
 absl::string_view ArrivalProcessName(ArrivalProcess process);
 absl::string_view KvReturnModeName(KvReturnMode mode);
+absl::string_view WorkloadModeName(WorkloadMode mode);
+absl::string_view SampleDtypeName(SampleDtype dtype);
+absl::string_view SampleKindName(SampleValueKind kind);
+absl::string_view SampleMethodName(SampleMethod method);
 
 }  // namespace specverify::loadgen
 

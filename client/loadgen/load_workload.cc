@@ -81,4 +81,109 @@ AnswerCheck GreedyLoadWorkload::Check(int64_t i, const v1::VerifyResponse& respo
   return check;
 }
 
+absl::StatusOr<std::unique_ptr<SampledLoadWorkload>> SampledLoadWorkload::Create(
+    const WorkloadConfig& config) {
+  const int64_t total = int64_t{config.pool_requests} * config.sequences_per_request;
+  // The pool holds every row twice (workload and messages): keep it bounded.
+  const int64_t row_bytes = int64_t{config.vocab_size} * SampleDtypeBytes(config.dtype);
+  const int64_t bytes =
+      total * (2 * int64_t{config.gamma_max} + 1) * row_bytes * 2;
+  constexpr int64_t kMaxPoolBytes = int64_t{2} << 30;
+  if (bytes > kMaxPoolBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mode=sampled: --pool_requests=", config.pool_requests, " x --sequences_per_request=",
+        config.sequences_per_request, " x up to ", 2 * config.gamma_max + 1, " rows of --vocab=",
+        config.vocab_size, " would hold ", bytes, " bytes; the limit is ", kMaxPoolBytes,
+        " (lower --pool_requests)"));
+  }
+  SamplingWorkloadOptions options;
+  options.num_sequences = static_cast<int32_t>(total);
+  options.gamma_min = config.gamma_min;
+  options.gamma_max = config.gamma_max;
+  options.vocab_size = config.vocab_size;
+  options.dtype = config.dtype;
+  options.kind = config.kind;
+  options.shape = DistributionShape::kMixed;
+  options.has_draft_probs = config.draft_probs;
+  options.sequences_per_request = config.sequences_per_request;
+  options.seed = config.seed;
+  absl::StatusOr<SamplingWorkload> workload = GenerateSamplingWorkload(options);
+  if (!workload.ok()) return workload.status();
+
+  std::unique_ptr<SampledLoadWorkload> load(
+      new SampledLoadWorkload(config, std::move(*workload)));
+  load->settings_.method = config.method;
+  load->settings_.kv_row_bytes = config.row_bytes;
+  load->settings_.kv_return = ToProto(config.kv_return);
+  load->expected_ = client::SampledReference(load->workload_, load->settings_);
+  load->requests_.reserve(config.pool_requests);
+  for (int32_t r = 0; r < config.pool_requests; ++r) {
+    absl::StatusOr<v1::VerifyRequest> request =
+        client::BuildSampledRequest(load->workload_, r, load->settings_);
+    if (!request.ok()) return request.status();
+    load->requests_.push_back(std::move(*request));
+  }
+  return load;
+}
+
+bool SampledLoadWorkload::ReturnsKvHandle() const {
+  return config_.kv_return == KvReturnMode::kHandle && config_.row_bytes > 0;
+}
+
+AnswerCheck SampledLoadWorkload::Check(int64_t i, const v1::VerifyResponse& response,
+                                       std::optional<std::span<const std::byte>> fetched_kv) const {
+  const int32_t slot = static_cast<int32_t>(i % pool_size());
+  const int32_t first = slot * config_.sequences_per_request;
+  AnswerCheck check;
+  check.verified = response.verified();
+  check.sequences = response.results_size();
+  for (const v1::SequenceResult& result : response.results()) {
+    check.accepted_tokens += result.accepted_length();
+  }
+  for (int32_t s = 0; s < config_.sequences_per_request; ++s) {
+    check.draft_tokens += workload_.gamma(first + s);
+  }
+  if (!check.verified) return check;
+  check.status = client::CheckSampledResponse(workload_, slot, settings_, expected_, response);
+  if (check.status.ok() && fetched_kv.has_value()) {
+    // The handle's rows: each sequence's first k draft rows, in order.
+    const int64_t rb = config_.row_bytes;
+    int64_t at = 0;
+    for (int32_t s = 0; s < config_.sequences_per_request && check.status.ok(); ++s) {
+      const int32_t k = response.results(s).accepted_length();
+      for (int32_t j = 0; j < k && check.status.ok(); ++j) {
+        for (int64_t b = 0; b < rb; ++b, ++at) {
+          if (at >= static_cast<int64_t>(fetched_kv->size()) ||
+              (*fetched_kv)[at] != client::SyntheticKvByte(first + s, j, b)) {
+            check.status = absl::FailedPreconditionError(absl::StrCat(
+                "fetched KV of sequence ", s, " row ", j, " byte ", b, " differs"));
+            break;
+          }
+        }
+      }
+    }
+    if (check.status.ok() && at != static_cast<int64_t>(fetched_kv->size())) {
+      check.status = absl::FailedPreconditionError(
+          absl::StrCat("fetched KV is ", fetched_kv->size(), " bytes, expected ", at));
+    }
+  }
+  if (!check.status.ok()) {
+    check.status = absl::Status(check.status.code(),
+                                absl::StrCat("request ", i, " (pool slot ", slot, "): ",
+                                             check.status.message()));
+  }
+  return check;
+}
+
+absl::StatusOr<std::unique_ptr<LoadWorkload>> CreateLoadWorkload(const WorkloadConfig& config) {
+  if (config.mode == WorkloadMode::kSampled) {
+    absl::StatusOr<std::unique_ptr<SampledLoadWorkload>> w = SampledLoadWorkload::Create(config);
+    if (!w.ok()) return w.status();
+    return std::unique_ptr<LoadWorkload>(*std::move(w));
+  }
+  absl::StatusOr<std::unique_ptr<GreedyLoadWorkload>> w = GreedyLoadWorkload::Create(config);
+  if (!w.ok()) return w.status();
+  return std::unique_ptr<LoadWorkload>(*std::move(w));
+}
+
 }  // namespace specverify::loadgen

@@ -1,7 +1,6 @@
 // The workload seen by the load generator: "build request i" and "check
-// response i". Greedy verification is the only mode the server serves today;
-// a sampled workload (rejection sampling, checked against a CPU reference
-// keyed by the request seed) implements the same interface.
+// response i", for greedy drafts and for sampled ones (rejection sampling,
+// checked against the CPU reference keyed by the request seed).
 //
 // Thread safety: after construction every method is const and may be called
 // from any number of threads at once.
@@ -17,7 +16,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/loadgen/config.h"
+#include "client/sampled_requests.h"
 #include "kernels/workload/greedy_workload.h"
+#include "kernels/workload/sampling_workload.h"
 #include "specverify/v1/verifier.pb.h"
 
 namespace specverify::loadgen {
@@ -76,6 +77,36 @@ class GreedyLoadWorkload final : public LoadWorkload {
   GreedyWorkload workload_;
   std::vector<v1::VerifyRequest> requests_;
 };
+
+// Sampled verification drafts from GenerateSamplingWorkload (--mode=sampled),
+// each answer checked against the CPU reference recomputed for the fixed
+// seeds (client/sampled_requests.h); KV rows are synthetic bytes per
+// (sequence, position) when --row_bytes > 0.
+class SampledLoadWorkload final : public LoadWorkload {
+ public:
+  static absl::StatusOr<std::unique_ptr<SampledLoadWorkload>> Create(const WorkloadConfig& config);
+
+  int64_t pool_size() const override { return static_cast<int64_t>(requests_.size()); }
+  const v1::VerifyRequest& Request(int64_t i) const override {
+    return requests_[static_cast<size_t>(i % pool_size())];
+  }
+  AnswerCheck Check(int64_t i, const v1::VerifyResponse& response,
+                    std::optional<std::span<const std::byte>> fetched_kv) const override;
+  bool ReturnsKvHandle() const override;
+
+ private:
+  SampledLoadWorkload(WorkloadConfig config, SamplingWorkload workload)
+      : config_(std::move(config)), workload_(std::move(workload)) {}
+
+  WorkloadConfig config_;
+  SamplingWorkload workload_;
+  client::SampledRequestSettings settings_;
+  RejectionHostOutputs expected_{0, 0};
+  std::vector<v1::VerifyRequest> requests_;
+};
+
+// The workload --mode asks for.
+absl::StatusOr<std::unique_ptr<LoadWorkload>> CreateLoadWorkload(const WorkloadConfig& config);
 
 v1::KvReturn ToProto(KvReturnMode mode);
 

@@ -117,8 +117,7 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
     report.ceiling = *d;
   }
 
-  absl::StatusOr<std::unique_ptr<GreedyLoadWorkload>> workload =
-      GreedyLoadWorkload::Create(config.workload);
+  absl::StatusOr<std::unique_ptr<LoadWorkload>> workload = CreateLoadWorkload(config.workload);
   if (!workload.ok()) return workload.status();
 
   StepOptions options;

@@ -37,6 +37,14 @@ ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "Warm-up per step, excluded 
 ABSL_FLAG(int64_t, max_outstanding, 100000,
           "Open loop: most requests in flight; later ones wait (latency still counts from "
           "their intended send time)");
+ABSL_FLAG(std::string, mode, "greedy",
+          "greedy (target tokens) or sampled (distribution rows, rejection sampling, answers "
+          "checked by recomputing the CPU reference for the fixed seeds)");
+ABSL_FLAG(std::string, dtype, "fp32", "Sampled: dtype of the distribution rows, fp32, fp16 or bf16");
+ABSL_FLAG(std::string, kind, "probs", "Sampled: probs or logits");
+ABSL_FLAG(std::string, method, "exact", "Sampled: exact or sigmoid (logits only; not exact)");
+ABSL_FLAG(bool, draft_probs, true,
+          "Sampled: send the draft's distribution rows (false: a deterministic drafter)");
 ABSL_FLAG(std::string, gamma, "8", "Draft tokens per sequence: N, or LO:HI drawn uniformly");
 ABSL_FLAG(double, alpha, 0.6, "Per-position acceptance probability of the synthetic drafts");
 ABSL_FLAG(int32_t, sequences_per_request, 4, "Sequence drafts per request");
@@ -144,6 +152,19 @@ int main(int argc, char** argv) {
 
   auto gamma = lg::ParseGammaRange(absl::GetFlag(FLAGS_gamma));
   if (!gamma.ok()) return Fail(gamma.status());
+  auto workload_mode = lg::ParseWorkloadMode(absl::GetFlag(FLAGS_mode));
+  if (!workload_mode.ok()) return Fail(workload_mode.status());
+  config.workload.mode = *workload_mode;
+  auto dtype = lg::ParseSampleDtype(absl::GetFlag(FLAGS_dtype));
+  if (!dtype.ok()) return Fail(dtype.status());
+  config.workload.dtype = *dtype;
+  auto kind = lg::ParseSampleKind(absl::GetFlag(FLAGS_kind));
+  if (!kind.ok()) return Fail(kind.status());
+  config.workload.kind = *kind;
+  auto method = lg::ParseSampleMethod(absl::GetFlag(FLAGS_method));
+  if (!method.ok()) return Fail(method.status());
+  config.workload.method = *method;
+  config.workload.draft_probs = absl::GetFlag(FLAGS_draft_probs);
   config.workload.gamma_min = gamma->first;
   config.workload.gamma_max = gamma->second;
   config.workload.alpha = absl::GetFlag(FLAGS_alpha);

@@ -224,7 +224,13 @@ std::string FormatTable(const RunReport& report) {
   const WorkloadConfig& w = c.workload;
   std::string out = ServerLine("server ", report.server);
   if (report.has_ceiling) out += ServerLine("ceiling", report.ceiling);
-  absl::StrAppend(&out, "workload: greedy gamma=", w.gamma_min,
+  const std::string sampled =
+      w.mode == WorkloadMode::kSampled
+          ? absl::StrCat(" dtype=", SampleDtypeName(w.dtype), " kind=", SampleKindName(w.kind),
+                         " method=", SampleMethodName(w.method),
+                         " draft_probs=", w.draft_probs ? "on" : "off")
+          : std::string();
+  absl::StrAppend(&out, "workload: ", WorkloadModeName(w.mode), sampled, " gamma=", w.gamma_min,
                   w.gamma_max != w.gamma_min ? absl::StrCat(":", w.gamma_max) : "",
                   " alpha=", w.alpha, " seqs/request=", w.sequences_per_request,
                   " row_bytes=", w.row_bytes, " vocab=", w.vocab_size, " seed=", w.seed,
@@ -331,7 +337,13 @@ std::string FormatJson(const RunReport& report) {
     absl::StrAppend(&out, ",\"ceiling\":");
     AppendServerJson(out, report.ceiling);
   }
-  absl::StrAppend(&out, ",\"workload\":{\"mode\":\"greedy\",\"gamma_min\":", w.gamma_min,
+  absl::StrAppend(&out, ",\"workload\":{\"mode\":\"", WorkloadModeName(w.mode), "\"");
+  if (w.mode == WorkloadMode::kSampled) {
+    absl::StrAppend(&out, ",\"dtype\":\"", SampleDtypeName(w.dtype), "\",\"kind\":\"",
+                    SampleKindName(w.kind), "\",\"method\":\"", SampleMethodName(w.method),
+                    "\",\"draft_probs\":", w.draft_probs ? "true" : "false");
+  }
+  absl::StrAppend(&out, ",\"gamma_min\":", w.gamma_min,
                   ",\"gamma_max\":", w.gamma_max, ",\"alpha\":", Num(w.alpha),
                   ",\"sequences_per_request\":", w.sequences_per_request, ",\"row_bytes\":", w.row_bytes,
                   ",\"vocab_size\":", w.vocab_size, ",\"seed\":", w.seed,
