@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "kernels/sampling/rejection_validate.h"
 #include "server/backend/cuda/cuda_arena_memory.h"
 
 namespace specverify::server {
@@ -33,15 +34,34 @@ InputLayout LayoutInputs(int64_t b, int64_t rows, int64_t kv_bytes) {
   return l;
 }
 
+// status_codes / error_positions are the rejection-sampling outcome codes;
+// greedy_next takes the greedy pack's next tokens of a sampled batch (the
+// sampled ones are kept). Greedy batches copy them back too (2-3 KiB at most).
 struct ResultLayout {
-  int64_t accepted = 0, next = 0, packed_offsets = 0, mismatch = 0, total = 0;
+  int64_t accepted = 0, next = 0, packed_offsets = 0, status_codes = 0, error_positions = 0,
+          greedy_next = 0, mismatch = 0, total = 0;
 };
 ResultLayout LayoutResults(int64_t b) {
   ResultLayout l;
   l.next = AlignUp(4 * b);
   l.packed_offsets = l.next + AlignUp(4 * b);
-  l.mismatch = l.packed_offsets + AlignUp(4 * (b + 1));
+  l.status_codes = l.packed_offsets + AlignUp(4 * (b + 1));
+  l.error_positions = l.status_codes + AlignUp(4 * b);
+  l.greedy_next = l.error_positions + AlignUp(4 * b);
+  l.mismatch = l.greedy_next + AlignUp(4 * b);
   l.total = l.mismatch + b;
+  return l;
+}
+
+// A sampled batch's staging: parameters [b] | target rows | draft rows.
+struct SampledLayout {
+  int64_t sequences = 0, target_values = 0, draft_values = 0, total = 0;
+};
+SampledLayout LayoutSampled(int64_t b, int64_t target_bytes, int64_t draft_bytes) {
+  SampledLayout l;
+  l.target_values = AlignUp(int64_t{sizeof(SequenceSamplingParams)} * b);
+  l.draft_values = l.target_values + AlignUp(target_bytes);
+  l.total = l.draft_values + draft_bytes;
   return l;
 }
 
@@ -104,6 +124,11 @@ absl::Status CudaExecutor::Reserve() {
   inputs_capacity_ =
       LayoutInputs(options_.max_batch_sequences, max_total_rows_, options_.max_batch_kv_bytes).total;
   results_capacity_ = LayoutResults(options_.max_batch_sequences).total;
+  // A batch's distribution rows are part of its payload, which the batcher
+  // bounds by max(--max_batch_bytes, one request <= --max_message_bytes).
+  sampled_capacity_ =
+      LayoutSampled(options_.max_batch_sequences, options_.max_batch_kv_bytes, 0).total +
+      kSectionAlign;
   for (int i = 0; i < options_.slots; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->index = i;
@@ -170,6 +195,21 @@ absl::Status CudaExecutor::ReserveSlot(Slot& slot) {
   }
   reserved_device_bytes_ += static_cast<int64_t>(scratch->view.bytes);
   slot.scratch = *std::move(scratch);
+
+  SV_RETURN_IF_ERROR(device("device memory (sampled inputs)", sampled_capacity_,
+                            &slot.device_sampled));
+  SV_RETURN_IF_ERROR(pinned("pinned host memory (sampled inputs)", sampled_capacity_,
+                            &slot.pinned_sampled));
+  RejectionScratchLimits rejection;
+  rejection.max_sequences = options_.max_batch_sequences;
+  rejection.max_total_draft_tokens = static_cast<int32_t>(max_total_rows_);
+  rejection.max_vocab_size = kMaxSampledVocabSize;
+  const int64_t rejection_bytes = static_cast<int64_t>(RejectionScratchBytes(rejection));
+  SV_RETURN_IF_ERROR(device("device memory (rejection-sampling scratch)", rejection_bytes,
+                            &slot.rejection_scratch_memory));
+  SV_CUDA_RETURN_IF_ERROR(InitRejectionScratch(slot.rejection_scratch_memory.data(),
+                                               static_cast<size_t>(rejection_bytes), rejection,
+                                               slot.stream, &slot.rejection_scratch));
   return absl::OkStatus();
 }
 
@@ -300,6 +340,7 @@ void CudaExecutor::StageLoop() {
 }
 
 absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
+  if (work.batch->key.mode == VerifyMode::kSampled) return LaunchSampled(work, inject_fault);
   Slot& slot = *work.slot;
   const GreedyHostInputs& in = work.batch->inputs;
   const int32_t b = in.num_sequences();
@@ -366,6 +407,112 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   return absl::OkStatus();
 }
 
+absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  const GreedyHostInputs& in = batch.inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t rows = in.total_draft_rows();
+  const int64_t row_bytes = in.row_bytes;
+  const int64_t kv_bytes = rows * row_bytes;
+  const int64_t target_bytes = static_cast<int64_t>(batch.sampled.target_values.size());
+  const int64_t draft_bytes = static_cast<int64_t>(batch.sampled.draft_values.size());
+  const SampledLayout sl = LayoutSampled(b, target_bytes, draft_bytes);
+  if (b < 1 || b > options_.max_batch_sequences || rows > max_total_rows_ ||
+      kv_bytes > options_.max_batch_kv_bytes || sl.total > sampled_capacity_ ||
+      batch.key.vocab_size > kMaxSampledVocabSize) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "sampled batch of ", b, " sequences, ", rows, " draft rows, ", kv_bytes,
+        " KV bytes, ", target_bytes + draft_bytes, " distribution bytes and vocab ",
+        batch.key.vocab_size, " exceeds the CUDA executor's slot (",
+        options_.max_batch_sequences, " sequences, ", max_total_rows_, " rows, ",
+        options_.max_batch_kv_bytes, " KV bytes, ", sampled_capacity_,
+        " staged distribution bytes = max(--max_batch_bytes, --max_message_bytes), vocab ",
+        kMaxSampledVocabSize, ")"));
+  }
+  // The host view (outputs into the batch's host results) for the checks the
+  // kernels rely on; the edge already enforced them per request.
+  const RejectionSampleParams host = SampledHostParams(batch);
+  SV_RETURN_IF_ERROR(ValidateRejectionBatch(host));
+
+  const InputLayout il = LayoutInputs(b, rows, kv_bytes);
+  const ResultLayout rl = LayoutResults(b);
+  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+  std::byte* const dev = slot.device_inputs.as<std::byte>();
+  std::byte* const res = slot.device_results.as<std::byte>();
+  std::byte* const spin = slot.pinned_sampled.as<std::byte>();
+  std::byte* const sdev = slot.device_sampled.as<std::byte>();
+  int32_t* const greedy_targets = reinterpret_cast<int32_t*>(dev + il.target_tokens);
+
+  RejectionSampleParams d;
+  d.input = host.input;
+  d.input.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
+  d.input.draft_tokens = reinterpret_cast<const int32_t*>(dev + il.draft_tokens);
+  d.input.target_values = sdev + sl.target_values;
+  d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+  d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+  d.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
+  d.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
+  d.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
+  d.output.status_codes = reinterpret_cast<int32_t*>(res + rl.status_codes);
+  d.output.error_positions = reinterpret_cast<int32_t*>(res + rl.error_positions);
+  d.output.greedy_target_tokens = greedy_targets;
+
+  // The greedy pack over the outcome's target tokens reproduces k exactly;
+  // its next tokens go aside (the sampled ones are the answer).
+  GreedyDeviceBatch g;
+  g.params.input.num_sequences = b;
+  g.params.input.draft_offsets = d.input.draft_offsets;
+  g.params.input.draft_tokens = d.input.draft_tokens;
+  g.params.input.target_tokens = greedy_targets;
+  g.params.input.draft_kv = row_bytes > 0 ? dev + il.draft_kv : nullptr;
+  g.params.input.row_bytes = row_bytes;
+  g.params.output.accepted_lengths = d.output.accepted_lengths;
+  g.params.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.greedy_next);
+  g.params.output.packed_row_offsets = reinterpret_cast<int32_t*>(res + rl.packed_offsets);
+  g.params.output.mismatch = d.output.mismatch;
+  g.params.output.packed_kv = row_bytes > 0 ? batch.packed_kv : nullptr;
+  g.total_draft_rows = rows;
+  int32_t max_gamma = 0;
+  for (int32_t i = 0; i < b; ++i) {
+    max_gamma = std::max(max_gamma, in.draft_offsets[i + 1] - in.draft_offsets[i]);
+  }
+  g.max_gamma = max_gamma;
+  SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(g, slot.scratch.view));
+
+  // Staging: two pinned buffers, two H2D copies (the target-token section of
+  // the inputs is written by the sampling kernel, not copied).
+  std::memcpy(pin + il.offsets, in.draft_offsets.data(), sizeof(int32_t) * (b + 1));
+  std::memcpy(pin + il.draft_tokens, in.draft_tokens.data(), sizeof(int32_t) * rows);
+  if (kv_bytes > 0) std::memcpy(pin + il.draft_kv, in.draft_kv.data(), kv_bytes);
+  std::memcpy(spin + sl.sequences, batch.sampled.sequences.data(),
+              sizeof(SequenceSamplingParams) * b);
+  std::memcpy(spin + sl.target_values, batch.sampled.target_values.data(), target_bytes);
+  if (draft_bytes > 0) {
+    std::memcpy(spin + sl.draft_values, batch.sampled.draft_values.data(), draft_bytes);
+  }
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.total),
+                                          cudaMemcpyHostToDevice, slot.stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sdev, spin, static_cast<size_t>(sl.total),
+                                          cudaMemcpyHostToDevice, slot.stream));
+
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
+  SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+
+  work.results_bytes = rl.total;
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(), res,
+                                          static_cast<size_t>(rl.total),
+                                          cudaMemcpyDeviceToHost, slot.stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.completed, slot.stream));
+  return absl::OkStatus();
+}
+
 absl::Status CudaExecutor::Finish(Work& work) {
   Slot& slot = *work.slot;
   // The one host-device synchronization of a batch; it also surfaces any
@@ -387,6 +534,15 @@ absl::Status CudaExecutor::Finish(Work& work) {
   std::memcpy(batch.results.mismatch.data(), pin + rl.mismatch, b);
   batch.path = work.path == GreedyPath::kFused ? ExecutionPathLabel::kFused
                                                : ExecutionPathLabel::kTwoStep;
+  if (batch.key.mode == VerifyMode::kSampled) {
+    SampledHostResults& sr = batch.sampled_results;
+    sr.status_codes.resize(b);
+    sr.error_positions.resize(b);
+    std::memcpy(sr.status_codes.data(), pin + rl.status_codes, sizeof(int32_t) * b);
+    std::memcpy(sr.error_positions.data(), pin + rl.error_positions, sizeof(int32_t) * b);
+    batch.path = ExecutionPathLabel::kSampling;
+    batch.exact = IsExactMethod(batch.key.method);
+  }
   batch.device_time = absl::Microseconds(static_cast<double>(ms) * 1000.0);
   batch.verified = true;
   return absl::OkStatus();

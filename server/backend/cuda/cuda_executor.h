@@ -1,6 +1,8 @@
 // The CUDA backend: greedy batches verified and packed on one GPU by the
 // kernels of kernels/greedy (fused or two-step, chosen per batch by the
 // GreedyDispatcher), behind the same Backend interface as the CPU reference.
+// Sampled batches run the rejection-sampling kernels (kernels/sampling), whose
+// greedy_target_tokens then drive the same greedy pack, on the same slots.
 //
 // Pipeline. Every device buffer, pinned buffer, stream, event and kernel
 // scratch is reserved at start-up for the configured limits; nothing is
@@ -50,6 +52,7 @@
 #include "kernels/common/cuda_status.h"
 #include "kernels/greedy/greedy_cuda.h"
 #include "kernels/greedy/greedy_dispatch.h"
+#include "kernels/sampling/rejection_sample.h"
 #include "server/backend/backend.h"
 #include "server/backend/cuda/cuda_executor_options.h"
 
@@ -91,6 +94,13 @@ class CudaExecutor final : public Backend {
     DeviceBuffer device_results;  // accepted | next | packed offsets | mismatch
     PinnedBuffer pinned_results;  // same layout
     GreedyScratchBuffer scratch;
+    // Sampled batches (issue #8): per-sequence parameters | target rows |
+    // draft rows, staged like the inputs above, and the rejection-sampling
+    // scratch (one per stream).
+    PinnedBuffer pinned_sampled;
+    DeviceBuffer device_sampled;
+    DeviceBuffer rejection_scratch_memory;
+    RejectionScratch rejection_scratch;
   };
   // A batch on its way through the pipeline.
   struct Work {
@@ -109,6 +119,9 @@ class CudaExecutor final : public Backend {
   void CompletionLoop();
   // Stages and launches `work` on its slot; an error status is a device fault.
   absl::Status Launch(Work& work, bool inject_fault);
+  // A sampled batch: LaunchRejectionSample, then the greedy verify-and-pack
+  // on its greedy_target_tokens (the accepted KV rows), one D2H of results.
+  absl::Status LaunchSampled(Work& work, bool inject_fault);
   // Copies results out of the slot after the batch's completion event.
   absl::Status Finish(Work& work);
   // Records the first device fault; returns the sticky status.
@@ -121,6 +134,7 @@ class CudaExecutor final : public Backend {
   int64_t max_total_rows_ = 0;
   int64_t inputs_capacity_ = 0;
   int64_t results_capacity_ = 0;
+  int64_t sampled_capacity_ = 0;  // bytes of a slot's sampled staging
   int64_t reserved_device_bytes_ = 0;
   std::unique_ptr<GreedyDispatcher> dispatcher_;
   std::vector<std::unique_ptr<Slot>> slots_;
