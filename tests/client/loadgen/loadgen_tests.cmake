@@ -42,3 +42,16 @@ if(TARGET specverify-server)
     SPECVERIFY_SERVER_BINARY="$<TARGET_FILE:specverify-server>")
   add_dependencies(loadgen_server_test specverify-server)
 endif()
+
+# --mode=sampled against the real CPU server (issue #8): zero wrong answers.
+if(TARGET specverify-server)
+  specverify_test(loadgen_sampled_test
+    SOURCES
+      ${SPECVERIFY_LOADGEN_TEST_DIR}/server_process.cc
+      ${SPECVERIFY_LOADGEN_TEST_DIR}/loadgen_sampled_test.cc
+    LIBS specverify_loadgen_core
+    LABELS loadgen)
+  target_compile_definitions(loadgen_sampled_test PRIVATE
+    SPECVERIFY_SERVER_BINARY="$<TARGET_FILE:specverify-server>")
+  add_dependencies(loadgen_sampled_test specverify-server)
+endif()
