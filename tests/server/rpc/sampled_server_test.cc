@@ -235,10 +235,8 @@ TEST_P(SampledServerTest, NanAtAReadPositionFailsOnlyItsRequestNamingSequenceAnd
 TEST_P(SampledServerTest, SigmoidAnswersAreMarkedNotExactInResponsesAndMetrics) {
   Start();
   if (server_ == nullptr) return;
-  const SamplingWorkload w = Workload(SampleDtype::kFloat16, SampleValueKind::kLogits, true, 9);
-  // Sigmoid takes no top-k/top-p: seed 9 has top_k 0 and top_p 0.9 -> use 11.
+  // Sigmoid takes no top-k/top-p: seed 11 gives top_k 0 and top_p 1 (Workload).
   const SamplingWorkload w2 = Workload(SampleDtype::kFloat16, SampleValueKind::kLogits, true, 11);
-  (void)w;
   SampledRequestSettings settings;
   settings.method = SampleMethod::kSigmoid;
   settings.sigmoid_alpha = -4.0f;
@@ -324,6 +322,37 @@ TEST_P(SampledServerTest, BadFieldValuesAreRejectedAtTheEdge) {
   EXPECT_THAT(client_->Verify(bad),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("sequences[2].sampled.target.values.data is")));
+}
+
+// The no-op backend (transport ceiling) answers sampled requests with the
+// same shape as greedy ones, unverified: k = gamma, the last draft token.
+TEST(SampledNoopServerTest, AnswersUnverifiedWithTheFixedShape) {
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_address = "";
+  options.device = "noop";
+  options.kv_arena_bytes = 1 << 20;
+  RecordingMetrics metrics;
+  absl::StatusOr<std::unique_ptr<VerifierServer>> server = VerifierServer::Start(options, &metrics);
+  ASSERT_THAT(server, IsOk());
+  client::VerifierClientOptions c;
+  c.address = (*server)->local_address();
+  std::unique_ptr<VerifierClient> client = *VerifierClient::Create(c);
+  const SamplingWorkload w = Workload(SampleDtype::kFloat16, SampleValueKind::kLogits, true, 41);
+  SampledRequestSettings settings;
+  settings.method = SampleMethod::kSigmoid;
+  absl::StatusOr<v1::VerifyResponse> a = client->Verify(*BuildSampledRequest(w, 1, settings));
+  ASSERT_THAT(a, IsOk());
+  EXPECT_FALSE(a->verified());
+  EXPECT_FALSE(a->exact());
+  EXPECT_EQ(a->timing().path(), v1::EXECUTION_PATH_NOOP);
+  ASSERT_EQ(a->results_size(), 3);
+  for (int s = 0; s < 3; ++s) {
+    const int32_t i = 3 + s;
+    EXPECT_EQ(a->results(s).accepted_length(), w.gamma(i));
+    EXPECT_EQ(a->results(s).next_token(), w.draft_tokens[w.draft_offsets[i] + w.gamma(i) - 1]);
+  }
+  (void)(*server)->Shutdown(absl::Seconds(5));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, SampledServerTest, ::testing::Values("cpu", "cuda:0"),
