@@ -387,6 +387,13 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
   out.kv_return = kv_return;
   out.key.mode = VerifyMode::kGreedy;
   out.key.vocab_size = first.vocab_size();
+  if (sampled && limits.max_sampled_request_bytes > 0 &&
+      out.payload_bytes > limits.max_sampled_request_bytes) {
+    return Invalid(absl::StrCat("sampled request payload is ", out.payload_bytes,
+                                " bytes (distribution rows, tokens, parameters, KV); limit ",
+                                "max_sampled_request_bytes=", limits.max_sampled_request_bytes,
+                                " (what one batch can stage)"));
+  }
   if (sampled) {
     out.key.mode = VerifyMode::kSampled;
     out.key.vocab_size = first_sampled.vocab;

@@ -21,6 +21,10 @@ inline constexpr int64_t kMaxRequestIdBytes = 128;
 struct RequestLimits {
   int32_t max_sequences_per_request = 256;
   int32_t max_draft_tokens = kMaxDraftTokens;
+  // Largest payload (ValidatedRequest::payload_bytes) of a sampled request;
+  // 0 = unbounded. A server sets it to what its backend can stage for one
+  // batch (the CUDA executor: max(--max_batch_bytes, --max_message_bytes)).
+  int64_t max_sampled_request_bytes = 0;
 };
 
 // What the batcher needs to know about a valid request.

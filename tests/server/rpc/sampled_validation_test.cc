@@ -73,6 +73,15 @@ TEST_F(SampledValidationTest, SigmoidAndDraftPresenceChangeTheKey) {
   EXPECT_FALSE(v->key.has_draft_probs);
 }
 
+TEST_F(SampledValidationTest, APayloadAboveTheStagingLimitIsRejectedNamingIt) {
+  limits_.max_sampled_request_bytes = 3 * (36 + 24 + 1800) - 1;
+  EXPECT_THAT(Validate(), StatusIs(kInvalid, HasSubstr("sampled request payload is 5580 bytes "
+                                                       "(distribution rows, tokens, parameters, "
+                                                       "KV); limit max_sampled_request_bytes=5579")));
+  limits_.max_sampled_request_bytes = 3 * (36 + 24 + 1800);
+  EXPECT_THAT(Validate(), IsOk());
+}
+
 struct Case {
   const char* name;
   std::function<void(v1::VerifyRequest&)> mutate;
