@@ -9,6 +9,9 @@
 //      predecessor of a tile is resident: the look-back cannot deadlock);
 //   2. the first round of KV loads for the tile's draft rows goes out at once,
 //      speculatively (the rows are contiguous; acceptance is not known yet);
+//      staged tiles (sm_90, 16-byte vectors, 32-64 KiB tiles) instead read
+//      the whole tile into shared memory with bulk copies (TMA) on one
+//      mbarrier, and store each accepted run with one bulk copy (step 7s);
 //   3. the sequences overlapping the tile come from a two-level parallel
 //      search of draft_offsets (one round trip for b < 256, two otherwise);
 //   4. verify: warp-ballot scan of each overlapping sequence, all chunks of a
@@ -34,6 +37,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/greedy/greedy_cuda.h"
+#include "kernels/greedy/greedy_tma.cuh"
 
 namespace specverify {
 namespace {
@@ -45,6 +49,17 @@ constexpr int kFusedMinBlocksPerSm = 3;
 // Redundant (look-back free) mode of the fused kernel: b < 256 sequences and
 // at most 4 draft positions per thread (1024 rows), e.g. b = 32 x gamma = 32.
 constexpr int kRedundantPositionsPerThread = 4;
+// Staged tiles (sm_90): the whole tile goes global -> shared in bulk copies
+// issued at kernel start, independent of the prefix, and accepted runs go
+// shared -> global in bulk once the prefix is known. Tiles between one
+// register round (32 KiB) and this size take it; 64 KiB + the static
+// storage keeps 3 blocks per SM within the 228 KB of an H100 SM.
+// Measured (docs/PERFORMANCE.md, runs 6-7): 3-9% faster than the register
+// path at 16 MiB with alpha = 0.9, within +-2% at lower acceptance; loading
+// chunks 1-7 only after the token loads returned (8 mbarriers, stores chunk
+// by chunk) was slower at every staged point.
+constexpr int kFusedStageBytes = 64 * 1024;
+constexpr int kStageChunkBytes = 16 * 1024;  // per bulk load instruction
 // Ballot verify kernel: 8 warps (sequences) per block. Any multiple of 32 up
 // to 1024 works; 256 keeps blocks small enough for 8 resident per SM.
 constexpr int kVerifyThreadsPerBlock = 256;
@@ -273,6 +288,7 @@ struct FusedSharedStorage {
   // or -1 when rejected.
   int row_dest[kFusedMaxTileRows];
   int k_all[kFusedThreadsPerBlock];         // redundant mode: every k
+  uint64_t stage_barrier;                   // staged mode: tile landed
   int dest_all[kFusedThreadsPerBlock];      // redundant mode: every offset
   int warp_first_inclusive[kFusedWarps];    // look-back, per warp
   int warp_sum[kFusedWarps];
@@ -332,14 +348,20 @@ __device__ __forceinline__ int BlockLookback(unsigned long long* status,
 // 3 blocks per SM: caps registers at 85 (the speculative first round keeps
 // 8 vectors live across verification; unbounded, ptxas took 123 and only 2
 // blocks fit an SM).
-template <int kVec>
+// kStaged (launched only on sm_90+, 16-byte vectors, tiles in (32 KiB,
+// kFusedStageBytes], kFusedStageBytes of dynamic shared memory, never in
+// redundant mode): the tile is read by bulk copies into shared memory instead
+// of registers. Compiled for an older target it takes the register path.
+template <int kVec, bool kStaged>
 __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
     FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
                                 int num_tiles, int total_rows,
                                 bool dynamic_tiles, bool redundant,
                                 LookbackState* state) {
   using V = typename VecType<kVec>::type;
+  constexpr bool kUseTma = kStaged && greedy_tma::kAvailable;
   __shared__ FusedSharedStorage smem;
+  extern __shared__ __align__(128) unsigned char stage[];
   unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
   const int tid = threadIdx.x;
   const int lane = tid % kWarpSize;
@@ -383,10 +405,27 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   const V* src = reinterpret_cast<const V*>(p.input.draft_kv) +
                  int64_t{tile_start} * units_per_row;
   V v[kCopyUnroll];
+  if constexpr (kUseTma) {
+    // The whole tile, in bulk, by one thread; the barrier is initialized
+    // before the block's next __syncthreads, which precedes every wait.
+    const uint32_t tile_bytes = tile_units * kVec;
+    if (tid == 0 && tile_bytes > 0) {
+      greedy_tma::InitBarrier(&smem.stage_barrier);
+      greedy_tma::ArriveExpectBytes(&smem.stage_barrier, tile_bytes);
+      const auto* from = reinterpret_cast<const unsigned char*>(src);
+      for (uint32_t off = 0; off < tile_bytes; off += kStageChunkBytes) {
+        greedy_tma::LoadToShared(stage + off, from + off,
+                                 min(static_cast<uint32_t>(kStageChunkBytes),
+                                     tile_bytes - off),
+                                 &smem.stage_barrier);
+      }
+    }
+  } else {
 #pragma unroll
-  for (int u = 0; u < kCopyUnroll; ++u) {
-    const unsigned i = tid + u * kFusedThreadsPerBlock;
-    if (i < tile_units) v[u] = src[i];
+    for (int u = 0; u < kCopyUnroll; ++u) {
+      const unsigned i = tid + u * kFusedThreadsPerBlock;
+      if (i < tile_units) v[u] = src[i];
+    }
   }
 
   // (3) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
@@ -526,7 +565,7 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
       tid < n_seq ? smem.accepted_in_tile[tid] : 0, dest, tile_aggregate);
   if (tid < n_seq) smem.dest_in_tile[tid] = dest;
   __syncthreads();
-  for (int q = warp; q < n_seq; q += kFusedWarps) {
+  for (int q = kUseTma ? n_seq : warp; q < n_seq; q += kFusedWarps) {
     const int lo = smem.first_in_tile[q];
     const int accepted_end = lo + smem.accepted_in_tile[q];
     const int d = smem.dest_in_tile[q];
@@ -576,6 +615,35 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   if (tid < n_seq && smem.offsets[tid] >= tile_start) {
     p.output.packed_row_offsets[s_first + tid] =
         tile_prefix + smem.dest_in_tile[tid];
+  }
+
+  // (7s) Staged tile: one bulk store per accepted run (contiguous in both
+  // buffers), issued by lane 0 of the warp that verified the sequence. No
+  // bulk load may outlive the block: thread 0 waits for the tile if it
+  // issued no store.
+  if constexpr (kUseTma) {
+    if (rb == 0) return;  // no tile was loaded
+    bool waited = false;
+    if (lane == 0 && tile_aggregate > 0) {
+      for (int q = warp; q < n_seq; q += kFusedWarps) {
+        const int accepted = smem.accepted_in_tile[q];
+        if (accepted == 0) continue;
+        if (!waited) {
+          greedy_tma::WaitPhaseZero(&smem.stage_barrier);
+          waited = true;
+        }
+        greedy_tma::StoreFromShared(
+            p.output.packed_kv + int64_t{tile_prefix + smem.dest_in_tile[q]} * rb,
+            stage + int64_t{smem.first_in_tile[q] - tile_start} * rb,
+            static_cast<uint32_t>(accepted * rb));
+      }
+    }
+    if (waited) {
+      greedy_tma::CommitAndWaitStores();
+    } else if (tid == 0) {
+      greedy_tma::WaitPhaseZero(&smem.stage_barrier);
+    }
+    return;
   }
 
   // (7) Stores of the first round, then later rounds (tiles over one round:
@@ -635,54 +703,90 @@ cudaError_t DispatchVector(int vec, Args&&... args) {
 // allowed while a stream is being captured.
 constexpr int kMaxCachedDevices = 64;
 
+// Returns 0 when unknown (the launch then takes the other kernel or the tile
+// counter). The staged kernel first gets its dynamic shared memory allowance
+// (a host-side attribute, also allowed while a stream is being captured).
+template <int kVec, bool kStaged>
+int FusedResidentBlocks() {
+  static std::atomic<int> cache[kMaxCachedDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
+  if (slot != nullptr) {
+    if (const int cached = slot->load(std::memory_order_relaxed); cached != 0) {
+      return std::max(cached, 0);
+    }
+  }
+  const auto kernel = FusedGreedyVerifyPackKernel<kVec, kStaged>;
+  const int dynamic_bytes = kStaged ? kFusedStageBytes : 0;
+  int sms = 0;
+  int per_sm = 0;
+  int major = 0;
+  bool ok =
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) == cudaSuccess;
+  if (ok && kStaged) {
+    ok = major >= 9 &&
+         cudaFuncSetAttribute(kernel,
+                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                              dynamic_bytes) == cudaSuccess;
+  }
+  ok = ok && cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                 &per_sm, kernel, kFusedThreadsPerBlock, dynamic_bytes) ==
+                 cudaSuccess;
+  if (!ok) {
+    cudaGetLastError();  // a refused attribute is not the caller's error
+    // Staged support is a property of the device: remember the refusal.
+    if (kStaged && slot != nullptr) slot->store(-1, std::memory_order_relaxed);
+    return 0;
+  }
+  const int resident = sms * per_sm;
+  if (slot != nullptr) slot->store(resident, std::memory_order_relaxed);
+  return resident;
+}
+
 template <int kVec>
 struct FusedLaunch {
-  static int ResidentBlocks() {
-    static std::atomic<int> cache[kMaxCachedDevices];
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess) return 0;
-    std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
-    if (slot != nullptr) {
-      if (const int cached = slot->load(std::memory_order_relaxed); cached > 0) {
-        return cached;
-      }
-    }
-    int sms = 0;
-    int per_sm = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) !=
-            cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, FusedGreedyVerifyPackKernel<kVec>, kFusedThreadsPerBlock,
-            0) != cudaSuccess) {
-      return 0;  // unknown: the launch falls back to the tile counter
-    }
-    const int resident = sms * per_sm;
-    if (slot != nullptr) slot->store(resident, std::memory_order_relaxed);
-    return resident;
-  }
-
   static cudaError_t Run(const GreedyDeviceBatch& batch,
                          const GreedyScratch& scratch, cudaStream_t stream) {
-    const int resident = ResidentBlocks();
+    const int resident = FusedResidentBlocks<kVec, false>();
+    const int64_t rb = batch.params.input.row_bytes;
     const int tile_rows =
-        FusedTileRows(batch.params.input.row_bytes,
-                      GreedyPackBytesUpperBound(batch), resident);
+        FusedTileRows(rb, GreedyPackBytesUpperBound(batch), resident);
     const int64_t num_tiles =
         (batch.total_draft_rows + tile_rows - 1) / tile_rows;
     if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
       return cudaErrorInvalidValue;
     }
-    const bool dynamic_tiles = num_tiles > resident;
+    // Staged tiles: more than one register round, at most the stage.
+    const int64_t tile_bytes = int64_t{tile_rows} * rb;
+    int staged_resident = 0;
+    if constexpr (kVec == 16) {
+      if (tile_bytes > int64_t{kFusedThreadsPerBlock} * kCopyUnroll * kVec &&
+          tile_bytes <= kFusedStageBytes) {
+        staged_resident = FusedResidentBlocks<kVec, true>();
+      }
+    }
+    // One wave only: staged blocks are as many per SM as register ones at
+    // best, and the ticket counter would serialize the surplus tiles.
+    const bool staged = staged_resident >= num_tiles;
+    const bool dynamic_tiles =
+        num_tiles > (staged ? staged_resident : resident);
     const bool redundant =
-        !dynamic_tiles &&
+        !staged && !dynamic_tiles &&
         batch.params.input.num_sequences < kFusedThreadsPerBlock &&
         batch.total_draft_rows <=
             int64_t{kFusedThreadsPerBlock} * kRedundantPositionsPerThread;
-    FusedGreedyVerifyPackKernel<kVec>
-        <<<static_cast<int>(num_tiles), kFusedThreadsPerBlock, 0, stream>>>(
-            batch.params, tile_rows, static_cast<int>(num_tiles),
-            static_cast<int>(batch.total_draft_rows), dynamic_tiles, redundant,
-            static_cast<LookbackState*>(scratch.data));
+    // Staged instances exist for 16-byte vectors only.
+    const auto kernel = staged ? FusedGreedyVerifyPackKernel<kVec, kVec == 16>
+                               : FusedGreedyVerifyPackKernel<kVec, false>;
+    kernel<<<static_cast<int>(num_tiles), kFusedThreadsPerBlock,
+             staged ? kFusedStageBytes : 0, stream>>>(
+        batch.params, tile_rows, static_cast<int>(num_tiles),
+        static_cast<int>(batch.total_draft_rows), dynamic_tiles, redundant,
+        static_cast<LookbackState*>(scratch.data));
     return cudaGetLastError();
   }
 };
