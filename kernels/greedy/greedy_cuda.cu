@@ -705,7 +705,7 @@ constexpr int kMaxCachedDevices = 64;
 
 // Returns 0 when unknown (the launch then takes the other kernel or the tile
 // counter). The staged kernel first gets its dynamic shared memory allowance
-// (a host-side attribute, also allowed while a stream is being captured).
+// (a host-side function attribute: no stream work), once per device.
 template <int kVec, bool kStaged>
 int FusedResidentBlocks() {
   static std::atomic<int> cache[kMaxCachedDevices];
@@ -737,9 +737,11 @@ int FusedResidentBlocks() {
                  &per_sm, kernel, kFusedThreadsPerBlock, dynamic_bytes) ==
                  cudaSuccess;
   if (!ok) {
-    cudaGetLastError();  // a refused attribute is not the caller's error
-    // Staged support is a property of the device: remember the refusal.
-    if (kStaged && slot != nullptr) slot->store(-1, std::memory_order_relaxed);
+    if (kStaged) {
+      cudaGetLastError();  // a refused attribute is not the caller's error
+      // Staged support is a property of the device: remember the refusal.
+      if (slot != nullptr) slot->store(-1, std::memory_order_relaxed);
+    }
     return 0;
   }
   const int resident = sms * per_sm;
