@@ -97,10 +97,15 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   info.set_dispatch_threshold_bytes(description.dispatch_threshold_bytes);
   info.set_dispatch_threshold_source(description.dispatch_threshold_source);
   info.add_modes("greedy");
+  info.add_modes("sampled");
 
   VerifierServiceOptions service_options;
   service_options.limits.max_sequences_per_request = options.max_sequences_per_request;
   service_options.limits.max_draft_tokens = options.max_draft_tokens;
+  // The most any backend stages for one batch: a larger sampled request is
+  // answered INVALID_ARGUMENT at the edge instead of failing in the executor.
+  service_options.limits.max_sampled_request_bytes =
+      std::max<int64_t>(options.max_batch_bytes, options.max_message_bytes);
   service_options.default_chunk_bytes = options.fetch_chunk_bytes;
   service_options.max_chunk_bytes = options.max_message_bytes - 4096;
   service_options.info = info;

@@ -466,7 +466,7 @@ TEST_F(ServerTest, GetServerInfoReportsBackendLimitsAndVersion) {
   EXPECT_EQ(info->limits().max_sequences_per_request(), 16);
   EXPECT_EQ(info->limits().kv_arena_bytes(), options_.kv_arena_bytes);
   EXPECT_EQ(info->dispatch_threshold_source(), "not applicable");
-  EXPECT_THAT(info->modes(), ::testing::ElementsAre("greedy"));
+  EXPECT_THAT(info->modes(), ::testing::ElementsAre("greedy", "sampled"));
 }
 
 TEST_F(ServerTest, ReflectionListsTheVerifierService) {
