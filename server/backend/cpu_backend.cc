@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -69,9 +70,50 @@ void CpuBackend::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
 
 void CpuBackend::Shutdown() { worker_.Shutdown(); }
 
+namespace {
+
+// The greedy params over a batch's host inputs, its result vectors and its
+// arena range.
+GreedyVerifyParams GreedyParamsOf(Batch& batch) {
+  GreedyVerifyParams params;
+  params.input = batch.inputs.view();
+  params.output.accepted_lengths = batch.results.accepted_lengths.data();
+  params.output.next_tokens = batch.results.next_tokens.data();
+  params.output.mismatch = batch.results.mismatch.data();
+  params.output.packed_row_offsets = batch.results.packed_row_offsets.data();
+  params.output.packed_kv = params.input.row_bytes > 0 ? batch.packed_kv : nullptr;
+  return params;
+}
+
+}  // namespace
+
+void CpuBackend::ForEachSequenceRange(
+    int64_t work, int32_t num_sequences,
+    const std::function<void(int32_t begin, int32_t end)>& fn) {
+  const int tasks =
+      work < options_.min_parallel_work
+          ? 1
+          : static_cast<int>(std::min<int64_t>(pool_.num_threads() + 1, num_sequences));
+  pool_.ParallelFor(tasks, [&](int t) {
+    fn(static_cast<int32_t>(int64_t{num_sequences} * t / tasks),
+       static_cast<int32_t>(int64_t{num_sequences} * (t + 1) / tasks));
+  });
+}
+
+// Phases 2 and 3 of verify-and-pack, shared by both modes: offsets (serial),
+// then the accepted rows copied in parallel ranges.
+void CpuBackend::PackAcceptedRows(const GreedyVerifyParams& params, int64_t work) {
+  ReferencePackedRowOffsets(params);
+  if (params.input.row_bytes == 0) return;
+  ForEachSequenceRange(work, params.input.num_sequences, [&](int32_t begin, int32_t end) {
+    ReferencePackRange(params, begin, end);
+  });
+}
+
 absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   const absl::Time start = absl::Now();
   const int32_t b = batch.inputs.num_sequences();
+  batch.results.Resize(b);
   RejectionSampleParams sample = SampledHostParams(batch);
   // The edge validated every request; this guards the reference's contract.
   SV_RETURN_IF_ERROR(ValidateRejectionBatch(sample));
@@ -79,35 +121,12 @@ absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   const int64_t work = batch.inputs.total_draft_rows() +
                        int64_t{b} * batch.key.vocab_size / 16 +
                        batch.inputs.total_draft_rows() * batch.inputs.row_bytes / 64;
-  const int tasks =
-      work < options_.min_parallel_work
-          ? 1
-          : static_cast<int>(std::min<int64_t>(pool_.num_threads() + 1, b));
-  const auto range = [b, tasks](int t) {
-    return std::pair<int32_t, int32_t>(
-        static_cast<int32_t>(int64_t{b} * t / tasks),
-        static_cast<int32_t>(int64_t{b} * (t + 1) / tasks));
-  };
-  pool_.ParallelFor(tasks, [&](int t) {
-    const auto [begin, end] = range(t);
+  ForEachSequenceRange(work, b, [&](int32_t begin, int32_t end) {
     ReferenceRejectionSampleRange(sample, begin, end);
   });
   // The greedy pack phases on the sampled lengths (a refused sequence has
   // k = 0 and packs nothing).
-  GreedyVerifyParams pack;
-  pack.input = batch.inputs.view();
-  pack.output.accepted_lengths = batch.results.accepted_lengths.data();
-  pack.output.next_tokens = batch.results.next_tokens.data();
-  pack.output.mismatch = batch.results.mismatch.data();
-  pack.output.packed_row_offsets = batch.results.packed_row_offsets.data();
-  pack.output.packed_kv = pack.input.row_bytes > 0 ? batch.packed_kv : nullptr;
-  ReferencePackedRowOffsets(pack);
-  if (pack.input.row_bytes > 0) {
-    pool_.ParallelFor(tasks, [&](int t) {
-      const auto [begin, end] = range(t);
-      ReferencePackRange(pack, begin, end);
-    });
-  }
+  PackAcceptedRows(GreedyParamsOf(batch), work);
   batch.path = ExecutionPathLabel::kSampling;
   batch.verified = true;
   batch.exact = IsExactMethod(batch.key.method);
@@ -120,36 +139,13 @@ absl::Status CpuBackend::Execute(Batch& batch) {
   const absl::Time start = absl::Now();
   const int32_t b = batch.inputs.num_sequences();
   batch.results.Resize(b);
-  GreedyVerifyParams params;
-  params.input = batch.inputs.view();
-  params.output.accepted_lengths = batch.results.accepted_lengths.data();
-  params.output.next_tokens = batch.results.next_tokens.data();
-  params.output.mismatch = batch.results.mismatch.data();
-  params.output.packed_row_offsets = batch.results.packed_row_offsets.data();
-  params.output.packed_kv = params.input.row_bytes > 0 ? batch.packed_kv : nullptr;
-
+  const GreedyVerifyParams params = GreedyParamsOf(batch);
   const int64_t work = batch.inputs.total_draft_rows() +
                        batch.inputs.total_draft_rows() * batch.inputs.row_bytes / 64;
-  const int tasks =
-      work < options_.min_parallel_work
-          ? 1
-          : static_cast<int>(std::min<int64_t>(pool_.num_threads() + 1, b));
-  const auto range = [b, tasks](int t) {
-    return std::pair<int32_t, int32_t>(
-        static_cast<int32_t>(int64_t{b} * t / tasks),
-        static_cast<int32_t>(int64_t{b} * (t + 1) / tasks));
-  };
-  pool_.ParallelFor(tasks, [&](int t) {
-    const auto [begin, end] = range(t);
+  ForEachSequenceRange(work, b, [&](int32_t begin, int32_t end) {
     ReferenceGreedyVerifyRange(params, begin, end);
   });
-  ReferencePackedRowOffsets(params);
-  if (params.input.row_bytes > 0) {
-    pool_.ParallelFor(tasks, [&](int t) {
-      const auto [begin, end] = range(t);
-      ReferencePackRange(params, begin, end);
-    });
-  }
+  PackAcceptedRows(params, work);
   batch.path = ExecutionPathLabel::kCpu;
   batch.verified = true;
   batch.device_time = absl::Now() - start;

@@ -6,6 +6,7 @@
 #ifndef SPECVERIFY_SERVER_BACKEND_CPU_BACKEND_H_
 #define SPECVERIFY_SERVER_BACKEND_CPU_BACKEND_H_
 
+#include <functional>
 #include <memory>
 
 #include "server/backend/backend.h"
@@ -44,6 +45,12 @@ class CpuBackend final : public Backend {
   // Rejection sampling (kernels/sampling/rejection_reference.h), then the
   // greedy pack phases on the sampled accepted lengths.
   absl::Status ExecuteSampled(Batch& batch);
+  // Runs fn over [0, num_sequences) split into one range per pool thread
+  // (plus the caller), or as one range when `work` is under
+  // min_parallel_work: handing ranges to the pool costs microseconds.
+  void ForEachSequenceRange(int64_t work, int32_t num_sequences,
+                            const std::function<void(int32_t begin, int32_t end)>& fn);
+  void PackAcceptedRows(const GreedyVerifyParams& params, int64_t work);
 
   const CpuBackendOptions options_;
   ThreadPool pool_;
