@@ -6,10 +6,13 @@
 # is printed last.
 #
 #   scripts/gpu-sampling.sh <bundle-dir> <out-dir> [--quick] [--no-tests] [--no-bench]
+#                           [--archive <file.tgz>]
 #
-# The device tool returns only a few files from $OUT: write <out-dir> outside it
-# and bring back one archive, e.g.
-#   run(command="scripts/gpu-sampling.sh .gpu-sampling /tmp/s; tar czf $OUT/s.tgz -C /tmp s")
+# The device tool returns at most a few files from $OUT (the PyTorch CSV of
+# one earlier run never came back): write <out-dir> outside $OUT and let
+# --archive pack all of it into one file there, e.g.
+#   run(command="scripts/gpu-sampling.sh .gpu-sampling /tmp/s --archive $OUT/sampling.tgz")
+# The summary and the joined report are also copied beside the archive.
 #
 # <bundle-dir> comes from (build dir configured with -DCMAKE_CUDA_ARCHITECTURES=90):
 #   scripts/gpu-bundle.sh build-sampling .gpu-sampling tests/kernels/rejection_cuda_test \
@@ -27,13 +30,16 @@ shift 2
 quick=""
 tests=1
 bench=1
-for a in "$@"; do
-  case "$a" in
+archive=""
+while [ $# -gt 0 ]; do
+  case "$1" in
     --quick) quick=--quick ;;
     --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
-    *) echo "unknown option $a" >&2; exit 2 ;;
+    --archive) archive=${2:?--archive needs a file}; shift ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
   esac
+  shift
 done
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -58,12 +64,12 @@ if [ "$tests" = 1 ]; then
   note "tests took $(( $(date +%s) - start )) s"
   if command -v compute-sanitizer > /dev/null; then
     start=$(date +%s)
-    filter='RejectionCudaTest.BadValues*:RejectionCudaTest.GreedyFiltered*:RejectionCudaTest.GraphReplays*'
+    filter='RejectionCudaTest.BadValues*:RejectionCudaTest.GreedyFiltered*:RejectionCudaTest.GraphReplays*:RejectionCudaTest.TargetShape*'
     compute-sanitizer --tool memcheck --error-exitcode 3 "$bin/rejection_cuda_test" --gtest_brief=1 \
       --gtest_filter="$filter" > "$out/memcheck.txt" 2>&1
     note "memcheck: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.txt" | tail -1)"
     compute-sanitizer --tool racecheck --error-exitcode 3 "$bin/rejection_cuda_test" --gtest_brief=1 \
-      --gtest_filter='RejectionCudaTest.GraphReplays*:RejectionCudaTest.BadValues*' > "$out/racecheck.txt" 2>&1
+      --gtest_filter='RejectionCudaTest.GraphReplays*:RejectionCudaTest.BadValues*:RejectionCudaTest.TargetShape*' > "$out/racecheck.txt" 2>&1
     note "racecheck: rc=$? $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY' "$out/racecheck.txt" | tail -1)"
     note "sanitizers took $(( $(date +%s) - start )) s"
   fi
@@ -82,6 +88,13 @@ if [ "$bench" = 1 ]; then
   python3 "$repo/bench/python/sampling_report.py" --cuda "$out/rejection_bench.csv" \
     --torch "$out/sampling_torch.csv" > "$out/report.md" 2>&1
   note "sampling_report: rc=$?"
+fi
+if [ -n "$archive" ]; then
+  mkdir -p "$(dirname "$archive")"
+  tar czf "$archive" -C "$(dirname "$out")" "$(basename "$out")"
+  note "archive: $archive ($(du -k "$archive" | cut -f1) KiB, $(tar tzf "$archive" | wc -l) entries)"
+  cp "$summary" "$(dirname "$archive")/summary.txt"
+  [ -f "$out/report.md" ] && cp "$out/report.md" "$(dirname "$archive")/report.md"
 fi
 echo "----- summary -----"
 cat "$summary"

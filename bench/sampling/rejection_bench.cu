@@ -309,6 +309,22 @@ int Main(const Options& opt) {
             const Stats full = TimeIt([&](int c) { launch(c, true); }, copies, opt.runs, stream);
             rows.push_back(Row{kind_name, "cuda_rejection_full_row_check", b, gamma, vocab, copies, g, floor_bytes, full});
           }
+          if (headline && kind == SampleValueKind::kProbabilities && opt.only_b == 0) {
+            // The launcher's one tuning knob, swept in the same run: race
+            // blocks per SM, up to the 3 the kernel's registers allow (the
+            // launcher caps any larger request there).
+            const int32_t chosen = scratch.race_blocks_per_sm;
+            for (int32_t bps = 1; bps <= 3; ++bps) {
+              scratch.race_blocks_per_sm = bps;
+              const Stats swept = TimeIt([&](int c) { launch(c, false); }, copies, opt.runs, stream);
+              const int32_t gs = RejectionRaceBlocksPerSequence(b, vocab, scratch.num_sms, bps);
+              rows.push_back(Row{kind_name, "cuda_rejection_bps" + std::to_string(bps), b, gamma, vocab, copies,
+                                 gs, floor_bytes, swept});
+              std::printf("%-13s B=%-3d gamma=%d V=%-6d race blocks/SM %d (G=%d): median %7.2f us p95 %7.2f\n",
+                          kind_name.c_str(), b, gamma, vocab, bps, gs, swept.median_us, swept.p95_us);
+            }
+            scratch.race_blocks_per_sm = chosen;
+          }
           // Outcomes must be clean (no error codes) for the timing to mean anything.
           std::vector<int32_t> codes(b);
           BENCH_CUDA(cudaStreamSynchronize(stream));

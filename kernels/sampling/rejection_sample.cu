@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "kernels/sampling/philox.h"
 #include "kernels/sampling/rejection_core.h"
@@ -27,10 +28,14 @@ constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLa
 // bench/sampling (--blocks-per-sm sweeps it).
 constexpr int kRaceBlocksPerSm = 3;
 constexpr int kFilterThreads = 1024;
-// Row quads each race thread loads before using any (see the race loop).
+// Row quads each race thread loads before using any (see the race loop). 4
+// was measured too (H200, 2026-11-21): slower at every b (19.1 vs 18.2 us at
+// b=8, 115 vs 98 us at b=128), and the logits/sigmoid kernels spill with it.
 constexpr int kQuadsInFlight = 2;
 constexpr int kMaxChunks = (1 << 20) / rejection::kNormalizerChunk;  // V <= 2^20
 constexpr uint32_t kFullMask = 0xffffffffu;
+__device__ constexpr float kInfinity = __builtin_huge_valf();
+__device__ constexpr float kFloatMinNormal = 1.17549435e-38f;  // 2^-126
 
 constexpr int32_t kRowBadElement = 1;
 constexpr int32_t kRowBadSum = 2;
@@ -718,11 +723,32 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
 
   RaceCandidate best_residual = rejection::NoCandidate();
   RaceCandidate best_target = rejection::NoCandidate();
+  // Warp-wide bounds for the hopeless test below: the smallest key any lane
+  // of the warp holds in each race (+inf: none yet), and whether any lane
+  // holds a residual entrant. Refreshed after every quad round. Any real
+  // entrant's key bounds the winner's, so a bound from another lane prunes as
+  // safely as the thread's own, and far more: after one round it is the
+  // minimum of 32x more entrants, so the logarithm and the division (the
+  // divergent, costly part of an element) run for a few entrants per warp
+  // instead of for nearly every element.
+  float warp_residual_bound = kInfinity;
+  float warp_target_bound = kInfinity;
+  bool warp_has_residual = false;
+  // 1.001 x min(own best key, warp bound), the form the hopeless test uses;
+  // +inf (never prune) while that bound is +inf or not a normal float (a
+  // subnormal key could round to a tie, which the lower index would win).
+  const auto prune_scale = [](const RaceCandidate& best, float warp_bound) {
+    const float bound = best.token >= 0 ? fminf(best.key, warp_bound) : warp_bound;
+    return bound >= kFloatMinNormal ? detmath::Mul(bound, 1.001f) : kInfinity;
+  };
+  float residual_scale = kInfinity, target_scale = kInfinity;
   int32_t flags = 0;
   // kQuadsInFlight quads per thread are loaded before any is used, so a
   // thread has that many row reads outstanding (memory-level parallelism at
-  // small b, where each thread owns only a few quads).
-  for (int32_t q0 = q_begin + threadIdx.x; q0 < q_end; q0 += kThreads * kQuadsInFlight) {
+  // small b, where each thread owns only a few quads). The trip count is the
+  // same for every thread of the block (the warp shuffles need all lanes).
+  for (int32_t round_begin = q_begin; round_begin < q_end; round_begin += kThreads * kQuadsInFlight) {
+    const int32_t q0 = round_begin + static_cast<int32_t>(threadIdx.x);
     float tv[kQuadsInFlight][4], dv[kQuadsInFlight][4];
 #pragma unroll
     for (int u = 0; u < kQuadsInFlight; ++u) {
@@ -735,48 +761,68 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
 #pragma unroll
     for (int u = 0; u < kQuadsInFlight; ++u) {
       const int32_t q = q0 + u * kThreads;
-      if (q >= q_end) break;
-      const int32_t x0 = 4 * q;
-      const Philox4x32 bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(q));
+      if (q < q_end) {
+        const int32_t x0 = 4 * q;
+        const Philox4x32 bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(q));
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int32_t x = x0 + e;
-        if (x >= in.vocab_size) break;
-        if (check_values && !rejection::ValueIsValid(Traits::kKind, tv[u][e])) flags |= 1;
-        const float p = rejection::ProbabilityOf(trp, tv[u][e]);
-        float qx = 0.0f;
-        if (use_draft_row) {
-          if (check_values && !rejection::ValueIsValid(Traits::kKind, dv[u][e])) flags |= 2;
-          qx = rejection::ProbabilityOf(drp, dv[u][e]);
-        } else if (residual) {
-          qx = x == drafted ? 1.0f : 0.0f;
-        }
-        // Only entrants that can still win need the logarithm and the
-        // division: E = -log u >= 1 - u, so when (1 - u) exceeds the thread's
-        // best key times the weight (with a 0.1% margin that covers every
-        // rounding), E / weight is certainly larger than the best key and,
-        // coming at a higher index, cannot win. The outcome is exactly the
-        // full race's (the CPU reference runs it in full; parity tests
-        // compare). The target race only matters when the whole row has no
-        // residual entrant; a thread that has seen one stops feeding it.
-        const float r = residual ? rejection::ResidualWeight(p, qx) : 0.0f;
-        const bool offer_residual = r > 0.0f;
-        const bool offer_target = p > 0.0f && (!residual || best_residual.token < 0);
-        if (offer_residual || offer_target) {
-          const float uniform = UniformOpenFloat(bits.v[e]);
-          const float one_minus_u = detmath::Sub(1.0f, uniform);
-          const auto hopeless = [one_minus_u](const RaceCandidate& best, float weight) {
-            return best.token >= 0 && one_minus_u > detmath::Mul(detmath::Mul(best.key, weight), 1.001f);
-          };
-          const bool try_residual = offer_residual && !hopeless(best_residual, r);
-          const bool try_target = offer_target && !hopeless(best_target, p);
-          if (try_residual || try_target) {
-            const float ex = -detmath::LogDet(uniform);
-            if (try_residual) rejection::RaceOffer(best_residual, ex, r, x);
-            if (try_target) rejection::RaceOffer(best_target, ex, p, x);
+        for (int e = 0; e < 4; ++e) {
+          const int32_t x = x0 + e;
+          if (x >= in.vocab_size) break;
+          if (check_values && !rejection::ValueIsValid(Traits::kKind, tv[u][e])) flags |= 1;
+          const float p = rejection::ProbabilityOf(trp, tv[u][e]);
+          float qx = 0.0f;
+          if (use_draft_row) {
+            if (check_values && !rejection::ValueIsValid(Traits::kKind, dv[u][e])) flags |= 2;
+            qx = rejection::ProbabilityOf(drp, dv[u][e]);
+          } else if (residual) {
+            qx = x == drafted ? 1.0f : 0.0f;
+          }
+          // Only entrants that can still win need the logarithm and the
+          // division: E = -log u >= 1 - u, so when (1 - u) exceeds a bound
+          // on the winner's key (the smallest key of a real entrant, normal)
+          // times the weight, with a 0.1% margin that covers every rounding
+          // (and an underflowing product, which only means the key is far
+          // larger), E / weight is certainly larger than that key and cannot
+          // win, whatever its index. The outcome is exactly the full race's
+          // (the CPU reference runs it in full; parity tests compare). The
+          // target race only matters when the whole row has no residual
+          // entrant; a warp that has seen one stops feeding it.
+          const float r = residual ? rejection::ResidualWeight(p, qx) : 0.0f;
+          const bool offer_residual = r > 0.0f;
+          const bool offer_target =
+              p > 0.0f && (!residual || (!warp_has_residual && best_residual.token < 0));
+          if (offer_residual || offer_target) {
+            const float uniform = UniformOpenFloat(bits.v[e]);
+            const float one_minus_u = detmath::Sub(1.0f, uniform);
+            const bool try_residual = offer_residual && !(one_minus_u > detmath::Mul(residual_scale, r));
+            const bool try_target = offer_target && !(one_minus_u > detmath::Mul(target_scale, p));
+            if (try_residual || try_target) {
+              const float ex = -detmath::LogDet(uniform);
+              if (try_residual) {
+                rejection::RaceOffer(best_residual, ex, r, x);
+                residual_scale = prune_scale(best_residual, warp_residual_bound);
+              }
+              if (try_target) {
+                rejection::RaceOffer(best_target, ex, p, x);
+                target_scale = prune_scale(best_target, warp_target_bound);
+              }
+            }
           }
         }
       }
+      // Converged here (the trip count is uniform): refresh the warp bounds.
+      float rb = best_residual.token >= 0 ? best_residual.key : kInfinity;
+      float tb = best_target.token >= 0 ? best_target.key : kInfinity;
+#pragma unroll
+      for (int offset = 16; offset > 0; offset /= 2) {
+        rb = fminf(rb, __shfl_xor_sync(kFullMask, rb, offset));
+        tb = fminf(tb, __shfl_xor_sync(kFullMask, tb, offset));
+      }
+      warp_residual_bound = rb;
+      warp_target_bound = tb;
+      residual_scale = prune_scale(best_residual, warp_residual_bound);
+      target_scale = prune_scale(best_target, warp_target_bound);
+      warp_has_residual = __any_sync(kFullMask, best_residual.token >= 0);
     }
   }
   WarpRace(best_residual, best_target);
@@ -840,6 +886,38 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   WriteOutcome(a, i, gamma, kRejectionOk, -1, k, winner.token);
 }
 
+// Resident blocks per SM of a race kernel on the current device, queried once
+// per kernel (the answer depends only on the compiled kernel and the device
+// architecture; the process drives one kind of device).
+cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
+  struct Entry {
+    void (*kernel)(RaceArgs);
+    int32_t blocks;
+  };
+  static constexpr int kEntries = 9;  // 3 dtypes x 3 modes
+  static Entry cache[kEntries] = {};
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const Entry& e : cache) {
+    if (e.kernel == race) {
+      *fit = e.blocks;
+      return cudaSuccess;
+    }
+  }
+  int blocks = 0;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, race, kThreads, 0); e != cudaSuccess) {
+    return e;
+  }
+  *fit = std::max(1, blocks);
+  for (Entry& e : cache) {
+    if (e.kernel == nullptr) {
+      e = Entry{race, *fit};
+      break;
+    }
+  }
+  return cudaSuccess;
+}
+
 template <SampleDtype D>
 cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScratch& scratch, cudaStream_t stream) {
   const RejectionBatchInput& in = params.input;
@@ -860,19 +938,21 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     FilterKernel<D><<<static_cast<unsigned>(num_target_rows), kFilterThreads, 0, stream>>>(FilterArgs{in, layout});
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
+  void (*race)(RaceArgs) = logits_exact                        ? AcceptRaceKernel<D, RaceMode::kLogitsExact>
+                            : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid>
+                                                                  : AcceptRaceKernel<D, RaceMode::kProbabilities>;
+  // Never plan for more blocks per SM than the kernel's registers allow (all
+  // race kernels use 63-72 registers: 3 blocks of 256 threads): a plan
+  // beyond that is a second wave.
+  int32_t fit = 0;
+  if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
   RaceArgs args{in, params.output, layout, num_target_rows,
                 RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms,
-                                               scratch.race_blocks_per_sm),
+                                               std::min(scratch.race_blocks_per_sm, fit)),
                 logits_exact,
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
-  if (logits_exact) {
-    AcceptRaceKernel<D, RaceMode::kLogitsExact><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
-  } else if (in.method == SampleMethod::kSigmoid) {
-    AcceptRaceKernel<D, RaceMode::kSigmoid><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
-  } else {
-    AcceptRaceKernel<D, RaceMode::kProbabilities><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
-  }
+  race<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
   return cudaGetLastError();
 }
 
@@ -880,8 +960,10 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
 
 int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms,
                                        int32_t blocks_per_sm) {
-  const int32_t wanted =
-      (std::max(1, blocks_per_sm) * std::max(1, num_sms) + num_sequences - 1) / std::max(1, num_sequences);
+  // Rounded down: b * G must not exceed the blocks that fit in one wave, or a
+  // handful of blocks run alone in a second one (the H100 run at b=8 with G=50,
+  // 400 blocks for 396 slots, cost 24.3 us against 19.2 us in one wave).
+  const int32_t wanted = std::max(1, blocks_per_sm) * std::max(1, num_sms) / std::max(1, num_sequences);
   return std::clamp(wanted, 1, MaxRaceBlocks(vocab_size));
 }
 
