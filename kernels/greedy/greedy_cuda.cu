@@ -914,7 +914,6 @@ absl::StatusOr<GreedyScratchBuffer> AllocateGreedyScratch(
 absl::Status ValidateGreedyDeviceBatch(const GreedyDeviceBatch& batch,
                                        const GreedyScratch& scratch) {
   const GreedyBatchInput& in = batch.params.input;
-  const GreedyBatchOutput& out = batch.params.output;
   const int32_t b = in.num_sequences;
   if (b < 1 || b > scratch.limits.max_sequences) {
     return absl::InvalidArgumentError(
@@ -939,25 +938,7 @@ absl::Status ValidateGreedyDeviceBatch(const GreedyDeviceBatch& batch,
         absl::StrCat("row_bytes is ", in.row_bytes, "; must lie in [0, ",
                      kMaxGreedyRowBytes, "]"));
   }
-  if (in.draft_offsets == nullptr || in.draft_tokens == nullptr ||
-      in.target_tokens == nullptr) {
-    return absl::InvalidArgumentError(
-        "draft_offsets, draft_tokens and target_tokens must all be set");
-  }
-  if ((in.row_bytes > 0) != (in.draft_kv != nullptr)) {
-    return absl::InvalidArgumentError(
-        "draft_kv must be set exactly when row_bytes > 0");
-  }
-  if (out.accepted_lengths == nullptr || out.next_tokens == nullptr ||
-      out.mismatch == nullptr || out.packed_row_offsets == nullptr) {
-    return absl::InvalidArgumentError(
-        "accepted_lengths, next_tokens, mismatch and packed_row_offsets must "
-        "all be set");
-  }
-  if ((in.row_bytes > 0) != (out.packed_kv != nullptr)) {
-    return absl::InvalidArgumentError(
-        "packed_kv must be set exactly when row_bytes > 0");
-  }
+  if (absl::Status s = ValidateGreedyPointers(batch.params); !s.ok()) return s;
   // Host-only checks (no CUDA call, so this runs without a device). CUB's
   // share of the scratch is checked again at launch.
   if (scratch.data == nullptr) {

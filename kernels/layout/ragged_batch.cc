@@ -4,23 +4,13 @@
 
 namespace specverify {
 
-absl::Status ValidateGreedyBatch(const GreedyVerifyParams& params,
-                                 const LayoutLimits& limits) {
+absl::Status ValidateGreedyPointers(const GreedyVerifyParams& params) {
   const GreedyBatchInput& in = params.input;
   const GreedyBatchOutput& out = params.output;
-  if (in.num_sequences < 1 || in.num_sequences > limits.max_sequences) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("num_sequences is ", in.num_sequences,
-                     "; must lie in [1, ", limits.max_sequences, "]"));
-  }
   if (in.draft_offsets == nullptr || in.draft_tokens == nullptr ||
       in.target_tokens == nullptr) {
     return absl::InvalidArgumentError(
         "draft_offsets, draft_tokens and target_tokens must all be set");
-  }
-  if (in.row_bytes < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("row_bytes is ", in.row_bytes, "; must be >= 0"));
   }
   if ((in.row_bytes > 0) != (in.draft_kv != nullptr)) {
     return absl::InvalidArgumentError(
@@ -36,6 +26,22 @@ absl::Status ValidateGreedyBatch(const GreedyVerifyParams& params,
     return absl::InvalidArgumentError(
         "packed_kv must be set exactly when row_bytes > 0");
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateGreedyBatch(const GreedyVerifyParams& params,
+                                 const LayoutLimits& limits) {
+  const GreedyBatchInput& in = params.input;
+  if (in.num_sequences < 1 || in.num_sequences > limits.max_sequences) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_sequences is ", in.num_sequences,
+                     "; must lie in [1, ", limits.max_sequences, "]"));
+  }
+  if (in.row_bytes < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("row_bytes is ", in.row_bytes, "; must be >= 0"));
+  }
+  if (absl::Status s = ValidateGreedyPointers(params); !s.ok()) return s;
   if (in.draft_offsets[0] != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "draft_offsets[0] is ", in.draft_offsets[0], "; must be 0"));

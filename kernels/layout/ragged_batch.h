@@ -76,6 +76,10 @@ struct LayoutLimits {
   int32_t vocab_size = 0;
 };
 
+// Checks only the pointers of a batch in any memory space (reads nothing they
+// point to): inputs and outputs set, KV pointers exactly when row_bytes > 0.
+absl::Status ValidateGreedyPointers(const GreedyVerifyParams& params);
+
 // Checks a host-resident batch: offsets start at zero and never decrease, each
 // gamma lies in [1, max_draft_tokens], every token id is >= 0 (and < vocab_size
 // when known), KV pointers agree with row_bytes, and every output pointer is set.

@@ -5,6 +5,7 @@
 #ifndef SPECVERIFY_SERVER_BACKEND_BATCH_H_
 #define SPECVERIFY_SERVER_BACKEND_BATCH_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -62,6 +63,14 @@ struct GreedyHostInputs {
   }
   int64_t total_draft_rows() const {
     return draft_offsets.empty() ? 0 : draft_offsets.back();
+  }
+  // The longest draft of the batch (0 when empty).
+  int32_t max_gamma() const {
+    int32_t longest = 0;
+    for (size_t i = 0; i + 1 < draft_offsets.size(); ++i) {
+      longest = std::max(longest, draft_offsets[i + 1] - draft_offsets[i]);
+    }
+    return longest;
   }
   GreedyBatchInput view() const {
     GreedyBatchInput in;

@@ -373,11 +373,7 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   d.params.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
   d.params.output.packed_kv = row_bytes > 0 ? work.batch->packed_kv : nullptr;
   d.total_draft_rows = rows;
-  int32_t max_gamma = 0;
-  for (int32_t i = 0; i < b; ++i) {
-    max_gamma = std::max(max_gamma, in.draft_offsets[i + 1] - in.draft_offsets[i]);
-  }
-  d.max_gamma = max_gamma;
+  d.max_gamma = in.max_gamma();
   SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(d, slot.scratch.view));
 
   // Staging: host arrays into the slot's pinned buffer, then one H2D copy.
@@ -473,11 +469,7 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   g.params.output.mismatch = d.output.mismatch;
   g.params.output.packed_kv = row_bytes > 0 ? batch.packed_kv : nullptr;
   g.total_draft_rows = rows;
-  int32_t max_gamma = 0;
-  for (int32_t i = 0; i < b; ++i) {
-    max_gamma = std::max(max_gamma, in.draft_offsets[i + 1] - in.draft_offsets[i]);
-  }
-  g.max_gamma = max_gamma;
+  g.max_gamma = in.max_gamma();
   SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(g, slot.scratch.view));
 
   // Staging: two pinned buffers, two H2D copies (the target-token section of
