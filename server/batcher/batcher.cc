@@ -1,6 +1,7 @@
 #include "server/batcher/batcher.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -321,6 +322,34 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   std::vector<std::pair<PendingRequest*, absl::Status>> answers;
   answers.reserve(flight->requests.size());
 
+  // Inline answers read the arena once per batch: one copy of the span of
+  // packed rows the batch's inline requests cover. On a device arena every
+  // CopyToHost synchronizes a stream, and one per request serialized this
+  // completion path (docs/PERFORMANCE.md, issue #5, inline gap).
+  std::vector<std::byte> inline_span;
+  int64_t inline_first_row = 0;
+  absl::Status inline_read;
+  if (keeps_rows) {
+    int64_t first = -1;
+    int64_t last = -1;
+    int32_t s = 0;
+    for (const auto& r : flight->requests) {
+      const int32_t n = r->shape.num_sequences;
+      if (r->shape.kv_return == v1::KV_RETURN_INLINE) {
+        if (first < 0) first = res.packed_row_offsets[s];
+        last = res.packed_row_offsets[s + n];
+      }
+      s += n;
+    }
+    if (last > first && first >= 0) {
+      inline_first_row = first;
+      inline_span.resize(static_cast<size_t>((last - first) * rb));
+      inline_read = arena.memory().CopyToHost(flight->arena_offset + first * rb,
+                                              static_cast<int64_t>(inline_span.size()),
+                                              inline_span.data());
+    }
+  }
+
   int32_t s0 = 0;
   for (auto& r : flight->requests) {
     const int32_t n = r->shape.num_sequences;
@@ -367,10 +396,15 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
           answer = handle.status();
         }
       } else if (r->shape.kv_return == v1::KV_RETURN_INLINE) {
-        std::string* inline_rows = resp->mutable_kv_inline();
-        inline_rows->resize(static_cast<size_t>(bytes));
-        answer = arena.memory().CopyToHost(
-            offset, bytes, reinterpret_cast<std::byte*>(inline_rows->data()));
+        if (!inline_read.ok()) {
+          answer = inline_read;
+        } else if (bytes > 0) {
+          std::string* inline_rows = resp->mutable_kv_inline();
+          inline_rows->resize(static_cast<size_t>(bytes));
+          std::memcpy(inline_rows->data(),
+                      inline_span.data() + (base_row - inline_first_row) * rb,
+                      static_cast<size_t>(bytes));
+        }
       }
     }
     answers.emplace_back(r.get(), std::move(answer));

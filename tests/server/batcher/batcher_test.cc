@@ -237,6 +237,30 @@ TEST_F(BatcherTest, InlineAndNoneReturnTheirRowsToTheArena) {
   EXPECT_EQ(arena_->live_handles(), 1);
 }
 
+// Inline answers are cut from one read of the batch's packed rows; a handle
+// request between two inline ones must neither shift their bytes nor lose
+// its own rows.
+TEST_F(BatcherTest, InlineAnswersAroundAHandleRequestCarryTheirOwnRows) {
+  Make();
+  // Handle first, so the inline span starts mid-batch.
+  Call a, b, c, d;
+  ASSERT_THAT(Enqueue(a, 0, 2, v1::KV_RETURN_HANDLE), IsOk());
+  ASSERT_THAT(Enqueue(b, 2, 3, v1::KV_RETURN_INLINE), IsOk());
+  ASSERT_THAT(Enqueue(c, 5, 2, v1::KV_RETURN_HANDLE), IsOk());
+  ASSERT_THAT(Enqueue(d, 7, 4, v1::KV_RETURN_INLINE), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  for (Call* call : {&a, &b, &c, &d}) call->answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(11));
+  ASSERT_GT(a.response.kv().num_rows(), 0) << "the span must not start at row 0";
+  EXPECT_THAT(Check(a, v1::KV_RETURN_HANDLE), IsOk());
+  EXPECT_THAT(Check(b, v1::KV_RETURN_INLINE), IsOk());
+  EXPECT_THAT(Check(c, v1::KV_RETURN_HANDLE), IsOk());
+  EXPECT_THAT(Check(d, v1::KV_RETURN_INLINE), IsOk());
+  EXPECT_EQ(arena_->used_bytes(),
+            (a.response.kv().num_rows() + c.response.kv().num_rows()) * kRowBytes);
+}
+
 TEST_F(BatcherTest, ExpiredRequestIsAnsweredAndNeverExecuted) {
   Make();
   Call a, b;
