@@ -71,9 +71,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   batcher_options.on_backend_failure = [self](const absl::Status& status) {
     std::fprintf(stderr, "specverify-server: backend failed: %s\n",
                  status.ToString().c_str());
-    if (self->grpc_server_ != nullptr) {
-      self->grpc_server_->GetHealthCheckService()->SetServingStatus(false);
-    }
+    if (self->grpc_server_ != nullptr) self->SetHealth(false);
     self->RequestStop(status);
   };
   absl::StatusOr<std::unique_ptr<Batcher>> batcher = Batcher::Create(batcher_options);
@@ -128,12 +126,16 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
         "cannot listen on --listen_address=", options.listen_address));
   }
   // SERVING only now that the backend, arena and batcher are up.
-  grpc::HealthCheckServiceInterface* health = server->grpc_server_->GetHealthCheckService();
-  health->SetServingStatus(kVerifierServiceName, true);
-  health->SetServingStatus(true);
-
   metrics->SetIdentity(ServerIdentity{info.version(), info.backend(), info.device_name()});
+  server->SetHealth(true);
   return server;
+}
+
+void VerifierServer::SetHealth(bool serving) {
+  grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
+  health->SetServingStatus(kVerifierServiceName, serving);
+  health->SetServingStatus(serving);
+  metrics_->SetServing(serving);
 }
 
 VerifierServer::~VerifierServer() {
@@ -162,9 +164,7 @@ absl::Status VerifierServer::Shutdown(absl::Duration drain_timeout) {
   if (shut_down_) return shutdown_status_;
   shut_down_ = true;
   const absl::Time deadline = absl::Now() + drain_timeout;
-  grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
-  health->SetServingStatus(kVerifierServiceName, false);
-  health->SetServingStatus(false);
+  SetHealth(false);
   service_->StartDraining();
   batcher_->StartDrain();
   const bool drained = batcher_->WaitIdle(deadline);

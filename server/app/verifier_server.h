@@ -64,6 +64,8 @@ class VerifierServer {
 
  private:
   VerifierServer() = default;
+  // Sets the gRPC health status (overall and Verifier) and the serving gauge.
+  void SetHealth(bool serving);
 
   ServerOptions options_;
   ServerMetrics* metrics_ = nullptr;

@@ -318,6 +318,12 @@ void PrometheusServerMetrics::BuildSeries() {
                         .Help("Device (CUDA) errors; the server stops serving after one.")
                         .Register(r)
                         .Add({});
+  serving_ = &prometheus::BuildGauge()
+                  .Name("specverify_serving")
+                  .Help("1 while the gRPC health status is SERVING; 0 while starting, "
+                        "draining for shutdown or after a device fault.")
+                  .Register(r)
+                  .Add({});
   build_info_family_ = &prometheus::BuildGauge()
                             .Name("specverify_build_info")
                             .Help("Constant 1, labelled with the server's version, backend "
@@ -396,5 +402,7 @@ void PrometheusServerMetrics::OnHandlesExpired(int64_t count) {
 }
 
 void PrometheusServerMetrics::OnDeviceError() { device_errors_->Increment(); }
+
+void PrometheusServerMetrics::SetServing(bool serving) { serving_->Set(serving ? 1 : 0); }
 
 }  // namespace specverify::server

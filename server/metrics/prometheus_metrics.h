@@ -92,6 +92,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
                      int64_t live_handles) override;
   void OnHandlesExpired(int64_t count) override;
   void OnDeviceError() override;
+  void SetServing(bool serving) override;
 
  private:
   static constexpr int kRpcMethods = 5;       // RpcMethod's enumerators
@@ -133,6 +134,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
   prometheus::Gauge* live_handles_ = nullptr;
   prometheus::Counter* handles_expired_ = nullptr;
   prometheus::Counter* device_errors_ = nullptr;
+  prometheus::Gauge* serving_ = nullptr;
   prometheus::Family<prometheus::Gauge>* build_info_family_ = nullptr;
 
   absl::Mutex identity_mu_;

@@ -62,6 +62,9 @@ class ServerMetrics {
   virtual void OnHandlesExpired(int64_t count) = 0;
   // A device (CUDA) error: the server stops serving after this.
   virtual void OnDeviceError() = 0;
+  // Mirrors the gRPC health status: true once the backend is ready, false
+  // while draining or after a device fault.
+  virtual void SetServing(bool serving) = 0;
 };
 
 // Reports nothing; the default until a real exporter is injected, and for tests.
@@ -77,6 +80,7 @@ class NoopServerMetrics final : public ServerMetrics {
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
   void OnDeviceError() override {}
+  void SetServing(bool) override {}
 };
 
 }  // namespace specverify::server

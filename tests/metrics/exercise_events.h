@@ -46,6 +46,7 @@ inline void ExerciseEveryEvent(server::ServerMetrics& metrics) {
   metrics.SetArenaUsage(200 * 4096, int64_t{1} << 30, 4);
   metrics.OnHandlesExpired(2);
   metrics.OnDeviceError();
+  metrics.SetServing(true);
 }
 
 }  // namespace specverify::testing

@@ -227,7 +227,12 @@ TEST(PrometheusServerMetricsTest, GaugesHoldTheLastValueAndCountersAccumulate) {
   metrics->OnHandlesExpired(2);
   metrics->OnHandlesExpired(3);
   metrics->OnDeviceError();
+  EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_serving"), Optional(0.0));
+  metrics->SetServing(true);
+  EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_serving"), Optional(1.0));
+  metrics->SetServing(false);
   const auto samples = Scrape(*metrics);
+  EXPECT_THAT(FindSample(samples, "specverify_serving"), Optional(0.0));
   EXPECT_THAT(FindSample(samples, "specverify_queued_sequences"), Optional(7.0));
   EXPECT_THAT(FindSample(samples, "specverify_in_flight_sequences"), Optional(64.0));
   EXPECT_THAT(FindSample(samples, "specverify_kv_arena_used_bytes"), Optional(2097152.0));

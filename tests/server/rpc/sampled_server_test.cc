@@ -52,6 +52,7 @@ class RecordingMetrics final : public ServerMetrics {
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
   void OnDeviceError() override {}
+  void SetServing(bool) override {}
   std::vector<BatchReport> batches() {
     absl::MutexLock lock(&mu_);
     return batches_;

@@ -67,14 +67,18 @@ class CountingMetrics final : public ServerMetrics {
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
   void OnDeviceError() override {}
+  void SetServing(bool serving) override { serving_.store(serving ? 1 : 0); }
   std::map<absl::StatusCode, int> finished() {
     absl::MutexLock lock(&mu_);
     return finished_;
   }
+  // -1 until the server reports, then 1 (SERVING) or 0.
+  int serving() const { return serving_.load(); }
 
  private:
   absl::Mutex mu_;
   std::map<absl::StatusCode, int> finished_ ABSL_GUARDED_BY(mu_);
+  std::atomic<int> serving_{-1};
 };
 
 class ServerTest : public ::testing::Test {
@@ -519,6 +523,7 @@ TEST_F(ServerTest, HealthGoesNotServingWhileDrainingAndWorkInFlightFinishes) {
   Start();
   EXPECT_EQ(Serving(*client_), 1);
   EXPECT_EQ(Serving(*client_, kVerifierServiceName), 1);
+  EXPECT_EQ(metrics_.serving(), 1);  // the serving gauge follows health
   backend_->Pause();
   absl::Notification done;
   absl::StatusOr<v1::VerifyResponse> in_flight;
@@ -531,6 +536,7 @@ TEST_F(ServerTest, HealthGoesNotServingWhileDrainingAndWorkInFlightFinishes) {
   std::thread stopper([&] { shutdown = server_->Shutdown(absl::Seconds(10)); });
   ASSERT_TRUE(Eventually([&] { return Serving(*client_) == 0; }));
   EXPECT_EQ(Serving(*client_, kVerifierServiceName), 0);
+  EXPECT_EQ(metrics_.serving(), 0);
   EXPECT_THAT(client_->Verify(Request(4, 1)),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("draining")));
   backend_->Resume();
