@@ -3,9 +3,7 @@
 #ifndef SPECVERIFY_VERSION
 #error "SPECVERIFY_VERSION must be defined by the build"
 #endif
-#ifndef SPECVERIFY_GIT_COMMIT
-#define SPECVERIFY_GIT_COMMIT "unknown"
-#endif
+#include "git_commit.h"  // generated at build time: SPECVERIFY_GIT_COMMIT
 
 namespace specverify::server {
 
