@@ -1,5 +1,7 @@
 #include "server/batcher/batcher.h"
 
+#include <sys/prctl.h>
+
 #include <algorithm>
 #include <cstring>
 #include <utility>
@@ -443,6 +445,11 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
 }
 
 void Batcher::Loop() {
+  // Linux delays a timed wait by the thread's timer slack (50 us by default)
+  // on top of wake-up latency; with a delay budget of a few hundred
+  // microseconds that overshoot alone was ~40% of the budget. Ask for 1 ns:
+  // only this thread's timers are affected.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL);
   for (;;) {
     const absl::Time next = RunOnce();
     absl::MutexLock lock(&mu_);
