@@ -6,7 +6,14 @@
 # is printed last.
 #
 #   scripts/gpu-sampling.sh <bundle-dir> <out-dir> [--quick] [--no-tests] [--no-bench]
-#                           [--archive <file.tgz>]
+#                           [--archive <file.tgz>] [--ab]
+#
+# --ab: A/B of kernel builds in one run. Every extra bench binary in the
+# bundle, bin/rejection_bench_<name> (e.g. the current HEAD's kernel, built
+# from `git archive HEAD`), runs beside bin/rejection_bench over the
+# fp32-probabilities shapes B in {1, 8, 32, 128}, gamma 8, V 151936 plus the
+# logits headline, in alternating order (new, old..., new again) so drift
+# shows; CSVs ab_<name>_<round>.csv and a table in ab.txt.
 #
 # The device tool returns at most a few files from $OUT (the PyTorch CSV of
 # one earlier run never came back): write <out-dir> outside $OUT and let
@@ -31,12 +38,14 @@ quick=""
 tests=1
 bench=1
 archive=""
+ab=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=--quick ;;
     --no-tests) tests=0 ;;
     --no-bench) bench=0 ;;
     --archive) archive=${2:?--archive needs a file}; shift ;;
+    --ab) ab=1 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -88,6 +97,29 @@ if [ "$bench" = 1 ]; then
   python3 "$repo/bench/python/sampling_report.py" --cuda "$out/rejection_bench.csv" \
     --torch "$out/sampling_torch.csv" > "$out/report.md" 2>&1
   note "sampling_report: rc=$?"
+fi
+if [ "$ab" = 1 ]; then
+  start=$(date +%s)
+  ab_shapes="probabilities,1,8,151936 probabilities,8,8,151936 probabilities,32,8,151936 probabilities,128,8,151936 logits,8,8,151936"
+  ab_run() {  # <name> <binary> <round>
+    for shape in $ab_shapes; do
+      "$2" --only "$shape" --csv "$out/ab_$1_$3_${shape//,/_}.csv" >> "$out/ab_$1.txt" 2>&1 || note "ab $1 $shape: failed"
+    done
+  }
+  variants=$(cd "$bin" && ls rejection_bench_* 2>/dev/null)
+  ab_run new "$bin/rejection_bench" 1
+  for v in $variants; do ab_run "${v#rejection_bench_}" "$bin/$v" 1; done
+  ab_run new "$bin/rejection_bench" 2
+  for v in $variants; do ab_run "${v#rejection_bench_}" "$bin/$v" 2; done
+  {
+    echo "variant round kind B gamma V median_us p95_us"
+    for f in "$out"/ab_*_[12]_*.csv; do
+      name=$(basename "$f" .csv | sed -E 's/^ab_(.*)_([12])_(probabilities|logits)_.*/\1 \2/')
+      awk -F, -v n="$name" '$2 == "cuda_rejection" {print n, $1, $3, $4, $5, $9, $10}' "$f"
+    done
+  } | sort -k3,3 -k4,4n -k1,1 -k2,2n > "$out/ab.txt"
+  note "ab: $(( $(date +%s) - start )) s"
+  cat "$out/ab.txt" | tee -a "$summary"
 fi
 if [ -n "$archive" ]; then
   mkdir -p "$(dirname "$archive")"

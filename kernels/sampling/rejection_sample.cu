@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "kernels/sampling/philox.h"
+#include "kernels/sampling/race_result.cuh"
 #include "kernels/sampling/rejection_core.h"
 
 namespace specverify {
@@ -45,18 +46,18 @@ struct DeviceRowNorm {
   int32_t flags;  // kRowBadElement | kRowBadSum
 };
 
-struct RacePartial {
-  RaceCandidate residual;
-  RaceCandidate target;
-  int32_t flags;  // 1: invalid target element, 2: invalid draft element
-};
-
+// Per-sequence race result: one word that every race block folds its
+// winners into with one atomicMax (race_result.cuh), the OR of the value
+// flags, and the decision's k (-1: no race, outcome already written). The
+// words and flags start at zero and the finalize kernel leaves them at zero.
 struct ScratchLayout {
-  uint32_t* seq_tickets = nullptr;  // [max_sequences]
-  uint32_t* row_tickets = nullptr;  // [max_rows]
-  ChunkStats* chunks = nullptr;     // [max_rows * max_chunks]; argmax -1 marks an invalid element
-  DeviceRowNorm* norms = nullptr;   // [max_rows]: target rows, then draft rows
-  RacePartial* partials = nullptr;  // [max_sequences * max_race_blocks]
+  unsigned long long* race_words = nullptr;  // [max_sequences]
+  uint32_t* race_flags = nullptr;            // [max_sequences]: 1 invalid target element, 2 invalid draft element
+  uint32_t* row_tickets = nullptr;           // [max_rows]
+  int32_t* race_k = nullptr;                 // [max_sequences]
+  ChunkStats* chunks = nullptr;              // [max_rows * max_chunks]; argmax -1 marks an invalid element
+  DeviceRowNorm* norms = nullptr;            // [max_rows]: target rows, then draft rows
+  size_t zeroed_bytes = 0;                   // prefix cleared once by InitRejectionScratch
   size_t bytes = 0;
 };
 
@@ -81,20 +82,15 @@ ScratchLayout Carve(void* base, const RejectionScratchLimits& l) {
   };
   const int64_t rows = MaxRows(l);
   const int32_t chunks = rejection::NumChunks(l.max_vocab_size);
-  s.seq_tickets = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * l.max_sequences));
+  s.race_words = reinterpret_cast<unsigned long long*>(take(sizeof(unsigned long long) * l.max_sequences));
+  s.race_flags = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * l.max_sequences));
   s.row_tickets = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * rows));
-  const size_t tickets_end = off;
+  s.zeroed_bytes = off;
+  s.race_k = reinterpret_cast<int32_t*>(take(sizeof(int32_t) * l.max_sequences));
   s.chunks = reinterpret_cast<ChunkStats*>(take(sizeof(ChunkStats) * rows * chunks));
   s.norms = reinterpret_cast<DeviceRowNorm*>(take(sizeof(DeviceRowNorm) * rows));
-  s.partials = reinterpret_cast<RacePartial*>(
-      take(sizeof(RacePartial) * static_cast<size_t>(l.max_sequences) * MaxRaceBlocks(l.max_vocab_size)));
   s.bytes = off;
-  (void)tickets_end;
   return s;
-}
-
-size_t TicketBytes(const RejectionScratchLimits& l) {
-  return AlignUp(sizeof(uint32_t) * l.max_sequences) + AlignUp(sizeof(uint32_t) * MaxRows(l));
 }
 
 // ------------------------------------------------------------ helpers --
@@ -660,10 +656,12 @@ __device__ void WriteOutcome(const RaceArgs& a, int32_t i, int32_t gamma, int32_
 template <SampleDtype D, RaceMode M>
 __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(RaceArgs a) {
   using Traits = RaceModeTraits<M>;
-  __shared__ RaceCandidate warp_residual[kWarps], warp_target[kWarps];
+  __shared__ unsigned long long warp_words[kWarps];
   __shared__ int32_t warp_flags[kWarps];
-  __shared__ int32_t block_flags;
-  __shared__ bool is_last;
+  // The finalize kernel may be scheduled now: it waits in
+  // griddepcontrol.wait for this grid's completion and memory flush, so its
+  // launch overlaps the race instead of following it.
+  race_result::AllowDependentLaunch();
   const RejectionBatchInput& in = a.in;
   // Flattened (sequence, share) grid: b may exceed gridDim.y's 65535.
   const int32_t i = blockIdx.x / a.blocks_per_sequence;
@@ -695,6 +693,7 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   // coalesce in L1), so no block barrier separates the decision from the
   // race loads.
   const Decision d = Decide<D, M>(a, i, first, gamma, s);
+  if (g == 0 && threadIdx.x == 0) a.scratch.race_k[i] = d.race ? d.k : -1;
   if (!d.race) {
     if (g == 0 && threadIdx.x == 0) WriteOutcome(a, i, gamma, d.code, d.position, d.k, d.next);
     return;
@@ -827,63 +826,72 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   }
   WarpRace(best_residual, best_target);
   const int warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) {
-    warp_residual[warp] = best_residual;
-    warp_target[warp] = best_target;
-  }
   // Warp OR of the two flag bits (ballots: __reduce_or_sync needs sm_80 and
   // the build also emits compute_75 PTX).
   flags = (__ballot_sync(kFullMask, flags & 1) ? 1 : 0) | (__ballot_sync(kFullMask, flags & 2) ? 2 : 0);
-  if (threadIdx.x % 32 == 0) warp_flags[warp] = flags;
-  __syncthreads();
-  RacePartial* partials = a.scratch.partials + static_cast<int64_t>(i) * a.blocks_per_sequence;
-  if (threadIdx.x == 0) {
-    RacePartial p{warp_residual[0], warp_target[0], warp_flags[0]};
-    for (int w = 1; w < kWarps; ++w) {
-      p.flags |= warp_flags[w];
-      if (rejection::RaceBeats(warp_residual[w], p.residual)) p.residual = warp_residual[w];
-      if (rejection::RaceBeats(warp_target[w], p.target)) p.target = warp_target[w];
-    }
-    partials[g] = p;
-    __threadfence();
-    const uint32_t ticket = atomicAdd(&a.scratch.seq_tickets[i], 1u);
-    is_last = ticket == static_cast<uint32_t>(a.blocks_per_sequence - 1);
-  }
-  __syncthreads();
-  if (!is_last) return;
-  // The last block of the sequence merges the G partial winners.
-  __threadfence();
-  RaceCandidate res = rejection::NoCandidate(), tgt = rejection::NoCandidate();
-  int32_t all_flags = 0;
-  for (int32_t b = threadIdx.x; b < a.blocks_per_sequence; b += kThreads) {
-    const RacePartial* src = partials + b;
-    const RaceCandidate pr{__ldcg(&src->residual.key), __ldcg(&src->residual.token)};
-    const RaceCandidate pt{__ldcg(&src->target.key), __ldcg(&src->target.token)};
-    all_flags |= __ldcg(&src->flags);
-    if (rejection::RaceBeats(pr, res)) res = pr;
-    if (rejection::RaceBeats(pt, tgt)) tgt = pt;
-  }
-  WarpRace(res, tgt);
   if (threadIdx.x % 32 == 0) {
-    warp_residual[warp] = res;
-    warp_target[warp] = tgt;
+    warp_words[warp] = race_result::Better(race_result::Word(best_residual, false), race_result::Word(best_target, true));
+    warp_flags[warp] = flags;
   }
   __syncthreads();
-  if (threadIdx.x == 0) block_flags = 0;
-  __syncthreads();
-  if (all_flags != 0) atomicOr(&block_flags, all_flags);
-  __syncthreads();
-  if (threadIdx.x != 0) return;
-  for (int w = 1; w < kWarps; ++w) {
-    if (rejection::RaceBeats(warp_residual[w], warp_residual[0])) warp_residual[0] = warp_residual[w];
-    if (rejection::RaceBeats(warp_target[w], warp_target[0])) warp_target[0] = warp_target[w];
+  // One atomic per block and race result: no partials, fence, ticket or
+  // merging block. The finalize kernel reads the words once the grid is done.
+  if (threadIdx.x == 0) {
+    unsigned long long word = warp_words[0];
+    int32_t block_flags = warp_flags[0];
+    for (int w = 1; w < kWarps; ++w) {
+      word = race_result::Better(word, warp_words[w]);
+      block_flags |= warp_flags[w];
+    }
+    if (word != race_result::kNoWord) atomicMax(&a.scratch.race_words[i], word);
+    if (block_flags != 0) atomicOr(&a.scratch.race_flags[i], static_cast<uint32_t>(block_flags));
   }
-  a.scratch.seq_tickets[i] = 0;
-  if (block_flags & 1) return WriteOutcome(a, i, gamma, kRejectionBadTargetValue, k, k, -1);
-  if (block_flags & 2) return WriteOutcome(a, i, gamma, kRejectionBadDraftValue, k, k, -1);
-  const RaceCandidate& winner = warp_residual[0].token >= 0 ? warp_residual[0] : warp_target[0];
-  if (winner.token < 0) return WriteOutcome(a, i, gamma, kRejectionEmptyTargetRow, k, k, -1);
-  WriteOutcome(a, i, gamma, kRejectionOk, -1, k, winner.token);
+}
+
+// The outcome of every raced sequence from its race word and flags, one
+// thread per sequence; runs after the race grid (programmatic dependent
+// launch on sm_90, plain stream order below) and clears the words.
+constexpr int kFinalizeThreads = 128;
+
+__global__ void __launch_bounds__(kFinalizeThreads) FinalizeRaceKernel(RaceArgs a) {
+  race_result::WaitForPrimaryGrid();
+  const int32_t i = blockIdx.x * kFinalizeThreads + threadIdx.x;
+  if (i >= a.in.num_sequences) return;
+  // Loaded together (one round trip); L2 reads: the race grid wrote them.
+  const int32_t k = __ldcg(&a.scratch.race_k[i]);
+  const unsigned long long word = __ldcg(&a.scratch.race_words[i]);
+  const uint32_t flags = __ldcg(&a.scratch.race_flags[i]);
+  const int32_t first = a.in.draft_offsets[i];
+  const int32_t gamma = a.in.draft_offsets[i + 1] - first;
+  if (k < 0) return;
+  if (word != race_result::kNoWord) a.scratch.race_words[i] = race_result::kNoWord;
+  if (flags != 0) a.scratch.race_flags[i] = 0;
+  if (flags & 1) return WriteOutcome(a, i, gamma, kRejectionBadTargetValue, k, k, -1);
+  if (flags & 2) return WriteOutcome(a, i, gamma, kRejectionBadDraftValue, k, k, -1);
+  if (word == race_result::kNoWord) return WriteOutcome(a, i, gamma, kRejectionEmptyTargetRow, k, k, -1);
+  WriteOutcome(a, i, gamma, kRejectionOk, -1, k, race_result::Token(word));
+}
+
+// Whether the current device takes programmatic dependent launches (sm_90+),
+// cached per device ordinal.
+cudaError_t DeviceTakesDependentLaunch(bool* yes) {
+  static constexpr int kDevices = 64;
+  static int8_t cache[kDevices] = {};  // 0 unknown, 1 no, 2 yes
+  static std::mutex mu;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  std::lock_guard<std::mutex> lock(mu);
+  if (device >= 0 && device < kDevices && cache[device] != 0) {
+    *yes = cache[device] == 2;
+    return cudaSuccess;
+  }
+  int major = 0;
+  if (cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess) {
+    return e;
+  }
+  *yes = major >= 9;
+  if (device >= 0 && device < kDevices) cache[device] = *yes ? 2 : 1;
+  return cudaSuccess;
 }
 
 // Resident blocks per SM of a race kernel on the current device, queried once
@@ -953,7 +961,20 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
   race<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
-  return cudaGetLastError();
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  bool dependent = false;
+  if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>((in.num_sequences + kFinalizeThreads - 1) / kFinalizeThreads));
+  config.blockDim = dim3(kFinalizeThreads);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  config.attrs = dependent ? &attribute : nullptr;
+  config.numAttrs = dependent ? 1 : 0;
+  return cudaLaunchKernelEx(&config, FinalizeRaceKernel, args);
 }
 
 }  // namespace
@@ -982,8 +1003,11 @@ cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const Reject
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) {
     return e;
   }
-  // Tickets start at zero; every launch leaves them at zero again.
-  if (cudaError_t e = cudaMemsetAsync(device_memory, 0, TicketBytes(limits), stream); e != cudaSuccess) return e;
+  // Race words, flags and tickets start at zero; every launch leaves them at zero again.
+  if (cudaError_t e = cudaMemsetAsync(device_memory, 0, Carve(nullptr, limits).zeroed_bytes, stream);
+      e != cudaSuccess) {
+    return e;
+  }
   *scratch = RejectionScratch{device_memory, bytes, limits, sms, kRaceBlocksPerSm};
   return cudaSuccess;
 }
