@@ -111,13 +111,13 @@ if [ "$ab" = 1 ]; then
   for v in $variants; do ab_run "${v#rejection_bench_}" "$bin/$v" 1; done
   ab_run new "$bin/rejection_bench" 2
   for v in $variants; do ab_run "${v#rejection_bench_}" "$bin/$v" 2; done
+  echo "variant round kind B gamma V median_us p95_us" > "$out/ab.txt"
   {
-    echo "variant round kind B gamma V median_us p95_us"
     for f in "$out"/ab_*_[12]_*.csv; do
       name=$(basename "$f" .csv | sed -E 's/^ab_(.*)_([12])_(probabilities|logits)_.*/\1 \2/')
       awk -F, -v n="$name" '$2 == "cuda_rejection" {print n, $1, $3, $4, $5, $9, $10}' "$f"
     done
-  } | sort -k3,3 -k4,4n -k1,1 -k2,2n > "$out/ab.txt"
+  } | sort -k3,3 -k4,4n -k1,1 -k2,2n >> "$out/ab.txt"
   note "ab: $(( $(date +%s) - start )) s"
   cat "$out/ab.txt" | tee -a "$summary"
 fi
