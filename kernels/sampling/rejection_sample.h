@@ -4,12 +4,16 @@
 //
 // Work per batch (seed 004: acceptance needs two scalars per position; only
 // one row per sequence is swept):
-//   probabilities / sigmoid: ONE launch. Grid (G, b): every block of sequence
-//     i decides acceptance from the 2 * gamma_i scalars (warp 0, lane-parallel
-//     over positions), then races over 1/G of the recovery-or-bonus row; the
-//     last block to finish (atomic ticket in scratch, reset by that block, so
-//     graph replays need no memset) merges the G partial winners and writes
-//     the outputs. G is chosen so that about 3 blocks per SM exist even at b=1.
+//   probabilities / sigmoid: the race launch, then a finalize launch. Grid
+//     (G, b): every block of sequence i decides acceptance from the
+//     2 * gamma_i scalars (warp 0, lane-parallel over positions), then races
+//     over 1/G of the recovery-or-bonus row and publishes its winner with ONE
+//     64-bit atomicMax into the sequence's packed result word (smallest key
+//     wins, ties to the lower token; race_result.cuh). The finalize kernel
+//     (one thread per sequence; programmatic dependent launch on sm_90) reads
+//     the word, writes every output and clears the word, so graph replays
+//     need no memset. G is chosen so that about 3 blocks per SM exist even at
+//     b=1, in one wave.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; the
 //     last chunk of a row combines the row), then, with top-k/top-p, a filter
@@ -42,7 +46,7 @@ struct RejectionScratchLimits {
 };
 
 // Device scratch, sized and zeroed once at start-up. Not shareable between
-// concurrently running launches (it holds per-sequence tickets).
+// concurrently running launches (it holds the per-sequence result words).
 struct RejectionScratch {
   void* device = nullptr;
   size_t bytes = 0;
