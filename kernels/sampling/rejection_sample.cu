@@ -21,18 +21,24 @@ using rejection::RowProbability;
 constexpr int kThreads = rejection::kChunkLanes;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLaneWidth);
-// Race blocks per SM the launcher aims for, and the occupancy the race kernel
-// is compiled for (__launch_bounds__ min blocks): 3 blocks of 256 threads
-// leave 80 registers per thread, enough for the decision and two quads of
-// two rows in flight without spills (4 blocks forced 64 registers and spilled
-// once every warp decides). One wave at any b; measured on the H100 in
-// bench/sampling (--blocks-per-sm sweeps it).
+// The occupancy the race kernel is compiled for (__launch_bounds__ min
+// blocks): 3 blocks of 256 threads leave 80 registers per thread (4 blocks
+// forced 64 registers and spilled). The launcher plans 2 or 3 blocks per SM
+// by batch size (RejectionRaceBlocksPerSm), always one wave.
 constexpr int kRaceBlocksPerSm = 3;
 constexpr int kFilterThreads = 1024;
-// Row quads each race thread loads before using any (see the race loop). 4
-// was measured too (H200, 2026-11-21): slower at every b (19.1 vs 18.2 us at
-// b=8, 115 vs 98 us at b=128), and the logits/sigmoid kernels spill with it.
-constexpr int kQuadsInFlight = 2;
+// The race sweep streams its row share through shared memory with
+// asynchronous copies (sm_80+), kStageLookahead quads per thread in flight:
+// the sweep is bound by bytes in flight, not by registers. A per-block
+// timeline (H200, b=8) showed the register-staged sweep taking 1.5-2 us per
+// round of one or two quads per thread, about 1.7 TB/s. 4 quads of two rows
+// is 32 KB per block in flight, ~100 KB per SM, enough for HBM; a ring of
+// kStageLookahead + 1 slots lets a slot be refilled one iteration after it
+// was read, when its values have certainly left shared memory.
+constexpr int kStageLookahead = 4;
+constexpr int kStageSlots = kStageLookahead + 1;
+constexpr int kStageBytesPerRow = kStageSlots * kThreads * 16;  // 16 B: a quad of fp32
+constexpr int kRaceStageBytes = 2 * kStageBytesPerRow;         // target and draft rows: 40 KB
 constexpr int kMaxChunks = (1 << 20) / rejection::kNormalizerChunk;  // V <= 2^20
 constexpr uint32_t kFullMask = 0xffffffffu;
 __device__ constexpr float kInfinity = __builtin_huge_valf();
@@ -206,6 +212,33 @@ __device__ void WarpRace(RaceCandidate& a, RaceCandidate& b) {
     if (rejection::RaceBeats(oa, a)) a = oa;
     if (rejection::RaceBeats(ob, b)) b = ob;
   }
+}
+
+// Helpers of the race's hopeless test (AcceptRaceKernel).
+
+__device__ __forceinline__ float WarpMin(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) v = fminf(v, __shfl_xor_sync(kFullMask, v, offset));
+  return v;
+}
+
+// An upper bound on the computed race key Div(-LogDet(u), w) of an entrant of
+// weight w > 0, without the logarithm: -ln u <= (1 - u) / u. The 0.1% margin
+// covers LogDet's 2 ulp, the key's rounding, and this function's own
+// roundings and approximate division (2 ulp, exact enough for a bound: it
+// never decides a token). +inf where that division needs a divisor it does
+// not handle (u * w not normal, or above 2^125).
+__device__ __forceinline__ float KeyUpperBound(float u, float one_minus_u, float w) {
+  const float denominator = __fmul_rn(u, w);
+  if (!(denominator >= kFloatMinNormal && denominator <= 4.2535296e37f)) return kInfinity;
+  return __fmul_rn(__fdividef(one_minus_u, denominator), 1.001f);
+}
+
+// 1.001 x the bound on the winner's key, the form the hopeless test uses;
+// +inf (never prune) while the bound is +inf or not a normal float (a
+// subnormal key could round to a tie, which the lower index would win).
+__device__ __forceinline__ float PruneScale(float bound) {
+  return bound >= kFloatMinNormal ? detmath::Mul(bound, 1.001f) : kInfinity;
 }
 
 // --------------------------------------------------------- row pass --
@@ -653,11 +686,321 @@ __device__ void WriteOutcome(const RaceArgs& a, int32_t i, int32_t gamma, int32_
   }
 }
 
+// Which races a sampled row runs. A compile-time choice so that the sweep's
+// per-element code is straight-line.
+enum class RowRace {
+  kBonus,             // k == gamma: the target race over p_gamma only
+  kResidualDraftRow,  // k < gamma, draft probabilities: max(0, p - q) over two rows
+  kResidualOneHot,    // k < gamma, deterministic drafter: q is one-hot at the drafted token
+};
+
+// One race block's share of the sampled row.
+struct RowShare {
+  const void* target_row;
+  const void* draft_row;  // kResidualDraftRow
+  RowProbability target_probability;
+  RowProbability draft_probability;
+  int32_t q_begin, q_end;  // quads [q_begin, q_end) of the row
+  int32_t vocab_size;
+  bool vector_ok;  // V % 4 == 0: every quad is whole and aligned for one copy
+  uint64_t seed;
+  uint32_t sequence_index;
+  uint32_t position;  // k
+  int32_t drafted;    // kResidualOneHot: x_k
+};
+
+// Value checks of everything a thread reads, branch-free: `poison`
+// accumulates v * 0 (NaN once any v is infinite or NaN), `low` the smallest
+// value (a probability must be >= 0).
+struct ValueChecks {
+  float target_poison = 0.0f, draft_poison = 0.0f;
+  float target_low = 0.0f, draft_low = 0.0f;
+};
+
+template <SampleValueKind K>
+__device__ __forceinline__ void CheckValue(float v, float& poison, float& low) {
+  poison = __fmaf_rn(v, 0.0f, poison);
+  if constexpr (K == SampleValueKind::kProbabilities) low = fminf(low, v);
+}
+
+__device__ __forceinline__ bool ChecksPassed(float poison, float low) { return poison == 0.0f && low >= 0.0f; }
+
+// The pruning state of one race in one thread. `bound` is a valid bound on
+// the race's winning key (it may differ between lanes); `seeded` is
+// warp-uniform.
+struct RaceBound {
+  float bound = kInfinity;
+  float scale = kInfinity;  // PruneScale(bound)
+  bool seeded = false;
+};
+
+// The block's race bounds in shared memory, as float bits (keys are >= 0 or
+// +inf, so their bits order as the floats do): every warp publishes what it
+// learns and reads what the others did, so a warp prunes with the minimum
+// over 8x more entrants than its own.
+struct BlockBounds {
+  unsigned residual;
+  unsigned target;
+};
+
+__device__ __forceinline__ void Tighten(RaceBound& rb, float bound) {
+  rb.bound = fminf(rb.bound, bound);
+  rb.scale = PruneScale(rb.bound);
+}
+
+// 1 - u of the race uniform UniformOpenFloat(bits), less 2^-24, exactly:
+// u = (2j + 1) 2^-24 with j = bits >> 9, so 1 - u - 2^-24 = (2^23 - 1 - j)
+// 2^-23, which is the float 1.(~j) minus 1 (exact). A lower bound on 1 - u
+// is all the hopeless test needs, and it costs two integer operations and an
+// add where UniformOpenFloat then 1 - u cost a slow int-to-float conversion.
+__device__ __forceinline__ float OneMinusUniformLowerBound(uint32_t bits) {
+  return detmath::Sub(detmath::BitsToFloat(((~bits) >> 9) | 0x3f800000u), 1.0f);
+}
+
+// The hopeless test: only entrants that can still win need the logarithm and
+// the division. E = -log u >= 1 - u, so when (1 - u) exceeds a bound on the
+// winner's key times the weight, with a 0.1% margin (PruneScale) that covers
+// every rounding (and an underflowing product, which only means the key is
+// far larger), E / weight is certainly larger than the winner's key and
+// cannot win, whatever its index. The outcome is exactly the full race's (the
+// CPU reference runs it in full; parity tests compare).
+__device__ __forceinline__ bool Hopeful(uint32_t bits, float weight, float scale) {
+  return weight > 0.0f && !(OneMinusUniformLowerBound(bits) > detmath::Mul(scale, weight));
+}
+
+// One race over one quad: seeds the warp's bound at its first entrants from
+// upper bounds on their keys (KeyUpperBound: no logarithm), so even the first
+// quad rarely pays for one; then computes exact keys for the lanes' hopeful
+// entrants only (rare once seeded) and shares the tighter bound with the warp
+// and the block. Every lane of the warp calls it (warp votes and shuffles).
+__device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const float (&weight)[4], int32_t x0,
+                                            RaceBound& rb, RaceCandidate& best, unsigned* block_word) {
+  const bool leader = threadIdx.x % 32 == 0;
+  if (!rb.seeded) {
+    float ub = kInfinity;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      if (weight[e] > 0.0f) {
+        const float uniform = UniformOpenFloat(bits.v[e]);
+        ub = fminf(ub, KeyUpperBound(uniform, detmath::Sub(1.0f, uniform), weight[e]));
+      }
+    }
+    ub = WarpMin(ub);
+    rb.seeded = ub < kInfinity;
+    Tighten(rb, ub);
+    if (leader && rb.seeded) atomicMin(block_word, __float_as_uint(ub));
+  }
+  bool hopeful = false;
+#pragma unroll
+  for (int e = 0; e < 4; ++e) hopeful = hopeful || Hopeful(bits.v[e], weight[e], rb.scale);
+  if (__any_sync(kFullMask, hopeful)) {
+    if (hopeful) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (Hopeful(bits.v[e], weight[e], rb.scale)) {
+          rejection::RaceOffer(best, RaceExponential(bits.v[e]), weight[e], x0 + e);
+        }
+      }
+    }
+    const float warp_best = WarpMin(best.token >= 0 ? best.key : kInfinity);
+    Tighten(rb, warp_best);
+    if (leader && warp_best < kInfinity) atomicMin(block_word, __float_as_uint(warp_best));
+  }
+}
+
+// What the other warps of the block published (one lane reads, atomically: no
+// shared-memory race; the warp shares it).
+__device__ __forceinline__ void ReadBlockBound(RaceBound& rb, unsigned* block_word) {
+  unsigned bits = 0x7f800000u;
+  if (threadIdx.x % 32 == 0) bits = atomicOr(block_word, 0u);
+  bits = __shfl_sync(kFullMask, bits, 0);
+  if (__uint_as_float(bits) < rb.bound) Tighten(rb, __uint_as_float(bits));
+}
+
+// The race weights of one quad (tokens x0 .. x0+3): p (target race) and
+// r = max(0, p - q) (residual race), zero outside the share or the row.
+template <RaceMode M, RowRace R>
+__device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)[4], const float (&dv)[4], int32_t x0,
+                                            bool in_share, ValueChecks& checks, float (&p)[4], float (&r)[4]) {
+  using Traits = RaceModeTraits<M>;
+  constexpr bool kCheckValues = !Traits::kLogitsExact;  // logits rows were checked by the normalizer pass
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    // Values outside the share are zeros: a zero probability needs no mask;
+    // logits and sigmoid values do.
+    const bool real = in_share && x0 + e < w.vocab_size;
+    if constexpr (kCheckValues) CheckValue<Traits::kKind>(tv[e], checks.target_poison, checks.target_low);
+    p[e] = rejection::ProbabilityOf(w.target_probability, tv[e]);
+    if constexpr (Traits::kKind != SampleValueKind::kProbabilities) p[e] = real ? p[e] : 0.0f;
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      if constexpr (kCheckValues) CheckValue<Traits::kKind>(dv[e], checks.draft_poison, checks.draft_low);
+      const float q = rejection::ProbabilityOf(w.draft_probability, dv[e]);
+      // fmaxf(p - q, 0) is ResidualWeight: p > q makes p - q > 0 exactly
+      // (floats are multiples of 2^-149); otherwise both are <= 0 and
+      // never enter.
+      r[e] = fmaxf(detmath::Sub(p[e], q), 0.0f);
+    } else if constexpr (R == RowRace::kResidualOneHot) {
+      r[e] = rejection::ResidualWeight(p[e], x0 + e == w.drafted ? 1.0f : 0.0f);
+    } else {
+      r[e] = 0.0f;
+    }
+  }
+}
+
+// The race over one quad. While the warp has seen no residual entrant the
+// target race is fed too: it only decides when the whole row has none, so a
+// warp that has seen one stops feeding it (warp-uniform `feed_target`).
+template <RaceMode M, RowRace R>
+__device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4], const float (&dv)[4], int32_t q,
+                                         bool in_share, BlockBounds& block, ValueChecks& checks,
+                                         RaceBound& residual_bound, RaceBound& target_bound, bool& feed_target,
+                                         RaceCandidate& best_residual, RaceCandidate& best_target) {
+  constexpr bool kResidual = R != RowRace::kBonus;
+  const int32_t x0 = 4 * q;
+  float p[4], r[4];
+  QuadWeights<M, R>(w, tv, dv, x0, in_share, checks, p, r);
+  const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
+  if constexpr (kResidual) {
+    if (feed_target) {
+      const bool lane_has_residual = r[0] > 0.0f || r[1] > 0.0f || r[2] > 0.0f || r[3] > 0.0f;
+      feed_target = !__any_sync(kFullMask, lane_has_residual);
+    }
+    ReadBlockBound(residual_bound, &block.residual);
+    RaceOneQuad(bits, r, x0, residual_bound, best_residual, &block.residual);
+  }
+  if (feed_target) {
+    ReadBlockBound(target_bound, &block.target);
+    RaceOneQuad(bits, p, x0, target_bound, best_target, &block.target);
+  }
+}
+
+// Asynchronous global -> shared copies of one quad (sm_80+; compiled out for
+// older targets, which take the direct-load sweep).
+template <SampleDtype D>
+__device__ __forceinline__ void CopyQuadAsync(unsigned char* stage, const void* row, int32_t q) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(stage));
+  if constexpr (D == SampleDtype::kFloat32) {
+    const char* source = static_cast<const char*>(row) + int64_t{16} * q;
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(source) : "memory");
+  } else {
+    const char* source = static_cast<const char*>(row) + int64_t{8} * q;
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(address), "l"(source) : "memory");
+  }
+#endif
+}
+
+__device__ __forceinline__ void CommitCopies() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// Waits until the thread's oldest outstanding group has landed.
+__device__ __forceinline__ void WaitForOldestCopies() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.wait_group %0;" ::"n"(kStageLookahead - 1) : "memory");
+#endif
+}
+
+// A staged quad (16 B for fp32, 8 B for the 16-bit formats) as four floats.
+template <SampleDtype D>
+__device__ __forceinline__ void ReadStagedQuad(const unsigned char* stage, float out[4]) {
+  if constexpr (D == SampleDtype::kFloat32) {
+    const float4 v = *reinterpret_cast<const float4*>(stage);
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  } else {
+    const uint2 v = *reinterpret_cast<const uint2*>(stage);
+    const uint16_t h[4] = {static_cast<uint16_t>(v.x), static_cast<uint16_t>(v.x >> 16), static_cast<uint16_t>(v.y),
+                           static_cast<uint16_t>(v.y >> 16)};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      out[i] = D == SampleDtype::kFloat16 ? detmath::Float16BitsToFloat(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
+    }
+  }
+}
+
+template <SampleDtype D>
+constexpr int kStagedQuadBytes = D == SampleDtype::kFloat32 ? 16 : 8;
+
+// Sweeps one share of the sampled row (RaceQuad per quad) and returns the
+// thread's best entrant of each race and the value-check bits (1 target, 2
+// draft). Thread t takes quads q_begin + t + 256 j, j = 0, 1, ...: the same
+// trip count for every thread of the block.
+template <SampleDtype D, RaceMode M, RowRace R>
+__device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* stage, BlockBounds& block,
+                                           RaceCandidate& best_residual, RaceCandidate& best_target, int32_t& flags) {
+  constexpr bool kDraftRow = R == RowRace::kResidualDraftRow;
+  ValueChecks checks;
+  RaceBound residual_bound, target_bound;
+  bool feed_target = true;
+  const int32_t iterations = (w.q_end - w.q_begin + kThreads - 1) / kThreads;
+  const int32_t q_first = w.q_begin + static_cast<int32_t>(threadIdx.x);
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  constexpr bool kStaged = true;
+#else
+  constexpr bool kStaged = false;
+#endif
+  if (kStaged && w.vector_ok) {
+    // Each thread stages only the quads it consumes, so no barrier is needed:
+    // its own cp.async.wait_group makes them visible to it. Slot offsets
+    // advance by one slot per quad and wrap after kStageSlots.
+    constexpr int kSlotBytes = kThreads * kStagedQuadBytes<D>;
+    constexpr int kRingBytes = kStageSlots * kSlotBytes;
+    unsigned char* const target_stage = stage + threadIdx.x * kStagedQuadBytes<D>;
+    unsigned char* const draft_stage = target_stage + kStageBytesPerRow;
+    int write_offset = 0, read_offset = 0;
+    int32_t q_issue = q_first;
+    const auto issue_next = [&]() {
+      if (q_issue < w.q_end) {
+        CopyQuadAsync<D>(target_stage + write_offset, w.target_row, q_issue);
+        if constexpr (kDraftRow) CopyQuadAsync<D>(draft_stage + write_offset, w.draft_row, q_issue);
+      }
+      CommitCopies();  // empty groups too: the wait counts groups
+      q_issue += kThreads;
+      write_offset = write_offset + kSlotBytes == kRingBytes ? 0 : write_offset + kSlotBytes;
+    };
+#pragma unroll
+    for (int j = 0; j < kStageLookahead; ++j) issue_next();
+    for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
+      const bool in_share = q < w.q_end;
+      WaitForOldestCopies();
+      float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (in_share) {
+        ReadStagedQuad<D>(target_stage + read_offset, tv);
+        if constexpr (kDraftRow) ReadStagedQuad<D>(draft_stage + read_offset, dv);
+      }
+      read_offset = read_offset + kSlotBytes == kRingBytes ? 0 : read_offset + kSlotBytes;
+      // Refills the slot read one iteration ago (kStageSlots = lookahead + 1);
+      // one group per iteration, empty or not, keeps the wait's count right.
+      issue_next();
+      RaceQuad<M, R>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound, feed_target, best_residual,
+                     best_target);
+    }
+  } else {
+    for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
+      const bool in_share = q < w.q_end;
+      float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      if (in_share) {
+        Load4<D>(w.target_row, 4 * q, w.vocab_size, w.vector_ok, tv);
+        if constexpr (kDraftRow) Load4<D>(w.draft_row, 4 * q, w.vocab_size, w.vector_ok, dv);
+      }
+      RaceQuad<M, R>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound, feed_target, best_residual,
+                     best_target);
+    }
+  }
+  flags |= (ChecksPassed(checks.target_poison, checks.target_low) ? 0 : 1) |
+           (ChecksPassed(checks.draft_poison, checks.draft_low) ? 0 : 2);
+}
+
 template <SampleDtype D, RaceMode M>
 __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(RaceArgs a) {
   using Traits = RaceModeTraits<M>;
   __shared__ unsigned long long warp_words[kWarps];
   __shared__ int32_t warp_flags[kWarps];
+  extern __shared__ __align__(16) unsigned char race_stage[];  // kRaceStageBytes
+  __shared__ BlockBounds block_bounds;
+  __shared__ Decision block_decision;
   // The finalize kernel may be scheduled now: it waits in
   // griddepcontrol.wait for this grid's completion and memory flush, so its
   // launch overlaps the race instead of following it.
@@ -689,10 +1032,18 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
       asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
     }
   }
-  // Every warp decides on its own (same inputs, same decision; the loads
-  // coalesce in L1), so no block barrier separates the decision from the
-  // race loads.
-  const Decision d = Decide<D, M>(a, i, first, gamma, s);
+  // Warp 0 decides for the block (every warp deciding cost the block 8x the
+  // decision's instructions, and the race is instruction-bound); the barrier
+  // also publishes block_bounds' initial value.
+  if (threadIdx.x < 32) {
+    const Decision decided = Decide<D, M>(a, i, first, gamma, s);
+    if (threadIdx.x == 0) {
+      block_decision = decided;
+      block_bounds = BlockBounds{0x7f800000u, 0x7f800000u};  // +inf
+    }
+  }
+  __syncthreads();
+  const Decision d = block_decision;
   if (g == 0 && threadIdx.x == 0) a.scratch.race_k[i] = d.race ? d.k : -1;
   if (!d.race) {
     if (g == 0 && threadIdx.x == 0) WriteOutcome(a, i, gamma, d.code, d.position, d.k, d.next);
@@ -703,126 +1054,37 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   const int32_t k = d.k;
   const bool residual = k < gamma;
   const bool use_draft_row = residual && in.has_draft_probs;
-  const int32_t drafted = d.drafted;
   const int64_t target_row = static_cast<int64_t>(first) + i + k;
-  const void* trow = RowPointer(in.target_values, in.dtype, target_row, in.vocab_size);
-  const void* drow = use_draft_row ? RowPointer(in.draft_values, in.dtype, first + k, in.vocab_size) : nullptr;
   const float inv_t = Traits::kKind == SampleValueKind::kLogits ? rejection::InverseTemperature(s.temperature) : 0.0f;
-  RowProbability trp{Traits::kKind, Traits::kMethod, inv_t, RowNormalizer{}, in.sigmoid_alpha,
-                     detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
-  RowProbability drp = trp;
+  RowShare share;
+  share.target_row = RowPointer(in.target_values, in.dtype, target_row, in.vocab_size);
+  share.draft_row = use_draft_row ? RowPointer(in.draft_values, in.dtype, first + k, in.vocab_size) : nullptr;
+  share.target_probability = RowProbability{Traits::kKind, Traits::kMethod, inv_t, RowNormalizer{}, in.sigmoid_alpha,
+                                            detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
+  share.draft_probability = share.target_probability;
   if (Traits::kLogitsExact) {
-    trp.norm = a.scratch.norms[target_row].norm;
-    if (use_draft_row) drp.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
+    share.target_probability.norm = a.scratch.norms[target_row].norm;
+    if (use_draft_row) share.draft_probability.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
   }
-  constexpr bool check_values = !Traits::kLogitsExact;  // logits rows were checked by the normalizer pass
-  const bool vector_ok = in.vocab_size % 4 == 0;
-  const int32_t q_end = min(quads, q_begin + per_block);
-  const auto seq_index = static_cast<uint32_t>(s.sequence_index);
+  share.q_begin = q_begin;
+  share.q_end = min(quads, q_begin + per_block);
+  share.vocab_size = in.vocab_size;
+  share.vector_ok = in.vocab_size % 4 == 0;
+  share.seed = s.seed;
+  share.sequence_index = static_cast<uint32_t>(s.sequence_index);
+  share.position = static_cast<uint32_t>(k);
+  share.drafted = d.drafted;
 
   RaceCandidate best_residual = rejection::NoCandidate();
   RaceCandidate best_target = rejection::NoCandidate();
-  // Warp-wide bounds for the hopeless test below: the smallest key any lane
-  // of the warp holds in each race (+inf: none yet), and whether any lane
-  // holds a residual entrant. Refreshed after every quad round. Any real
-  // entrant's key bounds the winner's, so a bound from another lane prunes as
-  // safely as the thread's own, and far more: after one round it is the
-  // minimum of 32x more entrants, so the logarithm and the division (the
-  // divergent, costly part of an element) run for a few entrants per warp
-  // instead of for nearly every element.
-  float warp_residual_bound = kInfinity;
-  float warp_target_bound = kInfinity;
-  bool warp_has_residual = false;
-  // 1.001 x min(own best key, warp bound), the form the hopeless test uses;
-  // +inf (never prune) while that bound is +inf or not a normal float (a
-  // subnormal key could round to a tie, which the lower index would win).
-  const auto prune_scale = [](const RaceCandidate& best, float warp_bound) {
-    const float bound = best.token >= 0 ? fminf(best.key, warp_bound) : warp_bound;
-    return bound >= kFloatMinNormal ? detmath::Mul(bound, 1.001f) : kInfinity;
-  };
-  float residual_scale = kInfinity, target_scale = kInfinity;
   int32_t flags = 0;
-  // kQuadsInFlight quads per thread are loaded before any is used, so a
-  // thread has that many row reads outstanding (memory-level parallelism at
-  // small b, where each thread owns only a few quads). The trip count is the
-  // same for every thread of the block (the warp shuffles need all lanes).
-  for (int32_t round_begin = q_begin; round_begin < q_end; round_begin += kThreads * kQuadsInFlight) {
-    const int32_t q0 = round_begin + static_cast<int32_t>(threadIdx.x);
-    float tv[kQuadsInFlight][4], dv[kQuadsInFlight][4];
-#pragma unroll
-    for (int u = 0; u < kQuadsInFlight; ++u) {
-      const int32_t q = q0 + u * kThreads;
-      if (q < q_end) {
-        Load4<D>(trow, 4 * q, in.vocab_size, vector_ok, tv[u]);
-        if (use_draft_row) Load4<D>(drow, 4 * q, in.vocab_size, vector_ok, dv[u]);
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kQuadsInFlight; ++u) {
-      const int32_t q = q0 + u * kThreads;
-      if (q < q_end) {
-        const int32_t x0 = 4 * q;
-        const Philox4x32 bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(q));
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int32_t x = x0 + e;
-          if (x >= in.vocab_size) break;
-          if (check_values && !rejection::ValueIsValid(Traits::kKind, tv[u][e])) flags |= 1;
-          const float p = rejection::ProbabilityOf(trp, tv[u][e]);
-          float qx = 0.0f;
-          if (use_draft_row) {
-            if (check_values && !rejection::ValueIsValid(Traits::kKind, dv[u][e])) flags |= 2;
-            qx = rejection::ProbabilityOf(drp, dv[u][e]);
-          } else if (residual) {
-            qx = x == drafted ? 1.0f : 0.0f;
-          }
-          // Only entrants that can still win need the logarithm and the
-          // division: E = -log u >= 1 - u, so when (1 - u) exceeds a bound
-          // on the winner's key (the smallest key of a real entrant, normal)
-          // times the weight, with a 0.1% margin that covers every rounding
-          // (and an underflowing product, which only means the key is far
-          // larger), E / weight is certainly larger than that key and cannot
-          // win, whatever its index. The outcome is exactly the full race's
-          // (the CPU reference runs it in full; parity tests compare). The
-          // target race only matters when the whole row has no residual
-          // entrant; a warp that has seen one stops feeding it.
-          const float r = residual ? rejection::ResidualWeight(p, qx) : 0.0f;
-          const bool offer_residual = r > 0.0f;
-          const bool offer_target =
-              p > 0.0f && (!residual || (!warp_has_residual && best_residual.token < 0));
-          if (offer_residual || offer_target) {
-            const float uniform = UniformOpenFloat(bits.v[e]);
-            const float one_minus_u = detmath::Sub(1.0f, uniform);
-            const bool try_residual = offer_residual && !(one_minus_u > detmath::Mul(residual_scale, r));
-            const bool try_target = offer_target && !(one_minus_u > detmath::Mul(target_scale, p));
-            if (try_residual || try_target) {
-              const float ex = -detmath::LogDet(uniform);
-              if (try_residual) {
-                rejection::RaceOffer(best_residual, ex, r, x);
-                residual_scale = prune_scale(best_residual, warp_residual_bound);
-              }
-              if (try_target) {
-                rejection::RaceOffer(best_target, ex, p, x);
-                target_scale = prune_scale(best_target, warp_target_bound);
-              }
-            }
-          }
-        }
-      }
-      // Converged here (the trip count is uniform): refresh the warp bounds.
-      float rb = best_residual.token >= 0 ? best_residual.key : kInfinity;
-      float tb = best_target.token >= 0 ? best_target.key : kInfinity;
-#pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) {
-        rb = fminf(rb, __shfl_xor_sync(kFullMask, rb, offset));
-        tb = fminf(tb, __shfl_xor_sync(kFullMask, tb, offset));
-      }
-      warp_residual_bound = rb;
-      warp_target_bound = tb;
-      residual_scale = prune_scale(best_residual, warp_residual_bound);
-      target_scale = prune_scale(best_target, warp_target_bound);
-      warp_has_residual = __any_sync(kFullMask, best_residual.token >= 0);
-    }
+  // Block-uniform: every thread of the block sweeps the same row.
+  if (!residual) {
+    SweepShare<D, M, RowRace::kBonus>(share, race_stage, block_bounds, best_residual, best_target, flags);
+  } else if (use_draft_row) {
+    SweepShare<D, M, RowRace::kResidualDraftRow>(share, race_stage, block_bounds, best_residual, best_target, flags);
+  } else {
+    SweepShare<D, M, RowRace::kResidualOneHot>(share, race_stage, block_bounds, best_residual, best_target, flags);
   }
   WarpRace(best_residual, best_target);
   const int warp = threadIdx.x / 32;
@@ -896,7 +1158,8 @@ cudaError_t DeviceTakesDependentLaunch(bool* yes) {
 
 // Resident blocks per SM of a race kernel on the current device, queried once
 // per kernel (the answer depends only on the compiled kernel and the device
-// architecture; the process drives one kind of device).
+// architecture; the process drives one kind of device). Also asks, once, for
+// the shared-memory carveout that holds 3 blocks' staging rings.
 cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
   struct Entry {
     void (*kernel)(RaceArgs);
@@ -912,8 +1175,14 @@ cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
       return cudaSuccess;
     }
   }
+  if (cudaError_t e = cudaFuncSetAttribute(race, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                           cudaSharedmemCarveoutMaxShared);
+      e != cudaSuccess) {
+    return e;
+  }
   int blocks = 0;
-  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, race, kThreads, 0); e != cudaSuccess) {
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, race, kThreads, kRaceStageBytes);
+      e != cudaSuccess) {
     return e;
   }
   *fit = std::max(1, blocks);
@@ -949,18 +1218,21 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
   void (*race)(RaceArgs) = logits_exact                        ? AcceptRaceKernel<D, RaceMode::kLogitsExact>
                             : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid>
                                                                   : AcceptRaceKernel<D, RaceMode::kProbabilities>;
-  // Never plan for more blocks per SM than the kernel's registers allow (all
-  // race kernels use 63-72 registers: 3 blocks of 256 threads): a plan
-  // beyond that is a second wave.
+  // Never plan for more blocks per SM than fit (registers: the race kernels
+  // are compiled for 3 blocks of 256 threads; shared memory: 40 KB of
+  // staging each): a plan beyond that is a second wave.
   int32_t fit = 0;
   if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
   RaceArgs args{in, params.output, layout, num_target_rows,
-                RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms,
-                                               std::min(scratch.race_blocks_per_sm, fit)),
+                RejectionRaceBlocksPerSequence(
+                    in.num_sequences, in.vocab_size, scratch.num_sms,
+                    std::min(scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm
+                                                            : RejectionRaceBlocksPerSm(in.num_sequences),
+                             fit)),
                 logits_exact,
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
-  race<<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+  race<<<static_cast<unsigned>(blocks), kThreads, kRaceStageBytes, stream>>>(args);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   bool dependent = false;
   if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
@@ -979,8 +1251,18 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
 
 }  // namespace
 
+int32_t RejectionRaceBlocksPerSm(int32_t num_sequences) {
+  // Measured (H200, 2026-11-21, bench/sampling --blocks-per-sm): below 32
+  // sequences a block's share is a few quads per thread and the sweep's
+  // per-block fixed costs (decision, seeding the bounds, the merge) dominate,
+  // so fewer, larger shares win (b=8: 13.7 vs 14.6 us); from 32 on the third
+  // block per SM hides more latency (b=128: 60.8 vs 63.0 us).
+  return num_sequences < 32 ? 2 : 3;
+}
+
 int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms,
                                        int32_t blocks_per_sm) {
+  if (blocks_per_sm <= 0) blocks_per_sm = RejectionRaceBlocksPerSm(num_sequences);
   // Rounded down: b * G must not exceed the blocks that fit in one wave, or a
   // handful of blocks run alone in a second one (the H100 run at b=8 with G=50,
   // 400 blocks for 396 slots, cost 24.3 us against 19.2 us in one wave).
@@ -1008,7 +1290,7 @@ cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const Reject
       e != cudaSuccess) {
     return e;
   }
-  *scratch = RejectionScratch{device_memory, bytes, limits, sms, kRaceBlocksPerSm};
+  *scratch = RejectionScratch{device_memory, bytes, limits, sms, 0};
   return cudaSuccess;
 }
 

@@ -52,9 +52,10 @@ struct RejectionScratch {
   size_t bytes = 0;
   RejectionScratchLimits limits;
   int32_t num_sms = 0;  // of the device the scratch was initialized on
-  // Race blocks per SM the launcher aims for (3: see rejection_sample.cu);
-  // the benchmark overrides it to measure the choice.
-  int32_t race_blocks_per_sm = 3;
+  // Race blocks per SM the launcher aims for; 0 (the default) lets it choose
+  // by batch size (RejectionRaceBlocksPerSm). The benchmark sets 1-3 to
+  // measure the choice.
+  int32_t race_blocks_per_sm = 0;
 };
 
 // Bytes of device memory LaunchRejectionSample needs for batches within
@@ -75,10 +76,14 @@ cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const Reject
 cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const RejectionScratch& scratch,
                                   cudaStream_t stream);
 
+// Race blocks per SM the launcher plans for a batch of `num_sequences` when
+// RejectionScratch::race_blocks_per_sm is 0.
+int32_t RejectionRaceBlocksPerSm(int32_t num_sequences);
+
 // Blocks per sequence the race uses for this batch (exposed for the benchmark
-// report).
+// report); blocks_per_sm 0 chooses as the launcher does.
 int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms,
-                                       int32_t blocks_per_sm = 3);
+                                       int32_t blocks_per_sm = 0);
 
 }  // namespace specverify
 
