@@ -204,14 +204,20 @@ __device__ RaceCandidate ShuffleCandidate(const RaceCandidate& c, int offset) {
   return RaceCandidate{__shfl_down_sync(kFullMask, c.key, offset), __shfl_down_sync(kFullMask, c.token, offset)};
 }
 
-__device__ void WarpRace(RaceCandidate& a, RaceCandidate& b) {
+__device__ void WarpRaceOne(RaceCandidate& c) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) {
-    const RaceCandidate oa = ShuffleCandidate(a, offset);
-    const RaceCandidate ob = ShuffleCandidate(b, offset);
-    if (rejection::RaceBeats(oa, a)) a = oa;
-    if (rejection::RaceBeats(ob, b)) b = ob;
+    const RaceCandidate o = ShuffleCandidate(c, offset);
+    if (rejection::RaceBeats(o, c)) c = o;
   }
+}
+
+// Both races' warp winners into lane 0; a race no lane entered is skipped
+// (the target race usually: warps stop feeding it at their first residual
+// entrant).
+__device__ void WarpRace(RaceCandidate& a, RaceCandidate& b) {
+  if (__any_sync(kFullMask, a.token >= 0)) WarpRaceOne(a);
+  if (__any_sync(kFullMask, b.token >= 0)) WarpRaceOne(b);
 }
 
 // Helpers of the race's hopeless test (AcceptRaceKernel).
@@ -225,13 +231,15 @@ __device__ __forceinline__ float WarpMin(float v) {
 // An upper bound on the computed race key Div(-LogDet(u), w) of an entrant of
 // weight w > 0, without the logarithm: -ln u <= (1 - u) / u. The 0.1% margin
 // covers LogDet's 2 ulp, the key's rounding, and this function's own
-// roundings and approximate division (2 ulp, exact enough for a bound: it
-// never decides a token). +inf where that division needs a divisor it does
-// not handle (u * w not normal, or above 2^125).
+// roundings and approximate reciprocal (1 ulp; exact enough for a bound: it
+// never decides a token). +inf where the reciprocal is not that accurate
+// (u * w not normal, or above 2^125).
 __device__ __forceinline__ float KeyUpperBound(float u, float one_minus_u, float w) {
   const float denominator = __fmul_rn(u, w);
   if (!(denominator >= kFloatMinNormal && denominator <= 4.2535296e37f)) return kInfinity;
-  return __fmul_rn(__fdividef(one_minus_u, denominator), 1.001f);
+  float reciprocal;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(reciprocal) : "f"(denominator));
+  return __fmul_rn(__fmul_rn(one_minus_u, reciprocal), 1.001f);
 }
 
 // 1.001 x the bound on the winner's key, the form the hopeless test uses;
@@ -765,7 +773,7 @@ __device__ __forceinline__ float OneMinusUniformLowerBound(uint32_t bits) {
 // cannot win, whatever its index. The outcome is exactly the full race's (the
 // CPU reference runs it in full; parity tests compare).
 __device__ __forceinline__ bool Hopeful(uint32_t bits, float weight, float scale) {
-  return weight > 0.0f && !(OneMinusUniformLowerBound(bits) > detmath::Mul(scale, weight));
+  return (weight > 0.0f) & !(OneMinusUniformLowerBound(bits) > detmath::Mul(scale, weight));
 }
 
 // One race over one quad: seeds the warp's bound at its first entrants from
@@ -877,9 +885,8 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
 // Asynchronous global -> shared copies of one quad (sm_80+; compiled out for
 // older targets, which take the direct-load sweep).
 template <SampleDtype D>
-__device__ __forceinline__ void CopyQuadAsync(unsigned char* stage, const void* row, int32_t q) {
+__device__ __forceinline__ void CopyQuadAsync(unsigned address, const void* row, int32_t q) {
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(stage));
   if constexpr (D == SampleDtype::kFloat32) {
     const char* source = static_cast<const char*>(row) + int64_t{16} * q;
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(address), "l"(source) : "memory");
@@ -953,8 +960,12 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
     int32_t q_issue = q_first;
     const auto issue_next = [&]() {
       if (q_issue < w.q_end) {
-        CopyQuadAsync<D>(target_stage + write_offset, w.target_row, q_issue);
-        if constexpr (kDraftRow) CopyQuadAsync<D>(draft_stage + write_offset, w.draft_row, q_issue);
+        CopyQuadAsync<D>(static_cast<unsigned>(__cvta_generic_to_shared(target_stage + write_offset)), w.target_row,
+                         q_issue);
+        if constexpr (kDraftRow) {
+          CopyQuadAsync<D>(static_cast<unsigned>(__cvta_generic_to_shared(draft_stage + write_offset)), w.draft_row,
+                           q_issue);
+        }
       }
       CommitCopies();  // empty groups too: the wait counts groups
       q_issue += kThreads;
