@@ -5,15 +5,17 @@
 // Work per batch (seed 004: acceptance needs two scalars per position; only
 // one row per sequence is swept):
 //   probabilities / sigmoid: the race launch, then a finalize launch. Grid
-//     (G, b): every block of sequence i decides acceptance from the
-//     2 * gamma_i scalars (warp 0, lane-parallel over positions), then races
-//     over 1/G of the recovery-or-bonus row and publishes its winner with ONE
-//     64-bit atomicMax into the sequence's packed result word (smallest key
-//     wins, ties to the lower token; race_result.cuh). The finalize kernel
-//     (one thread per sequence; programmatic dependent launch on sm_90) reads
-//     the word, writes every output and clears the word, so graph replays
-//     need no memset. G is chosen so that about 3 blocks per SM exist even at
-//     b=1, in one wave.
+//     (G, b): in every block of sequence i, warp 0 decides acceptance from
+//     the 2 * gamma_i scalars (lane-parallel over positions) for the block;
+//     then the block races over 1/G of the recovery-or-bonus row, streamed
+//     through shared memory with cp.async (sm_80+), pruning with a bound on
+//     the winner's key that its warps share, and publishes its winner with
+//     ONE 64-bit atomicMax into the sequence's packed result word (smallest
+//     key wins, ties to the lower token; race_result.cuh). The finalize
+//     kernel (one thread per sequence; programmatic dependent launch on
+//     sm_90) reads the word, writes every output and clears the word, so
+//     graph replays need no memset. G is chosen for 2 blocks per SM below 32
+//     sequences and 3 from 32 on (RejectionRaceBlocksPerSm), in one wave.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; the
 //     last chunk of a row combines the row), then, with top-k/top-p, a filter
