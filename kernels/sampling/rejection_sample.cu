@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <type_traits>
 
 #include "kernels/sampling/philox.h"
 #include "kernels/sampling/race_result.cuh"
@@ -30,9 +31,9 @@ constexpr int kFilterThreads = 1024;
 // The race sweep streams its row share through shared memory with
 // asynchronous copies (sm_80+), kStageLookahead quads per thread in flight,
 // without holding registers for them: 4 quads of two rows is 32 KB per block
-// in flight. Measured against register staging (H200, same run): b=128
-// 88.7 -> 74.7 us, b=32 31.1 -> 28.2 us, where the sweep streams tens of MB;
-// neutral at b=8, where it is instruction-bound. A ring of
+// in flight. Against the register-staged loop it replaced (H200, two runs
+// of one session): b=128 79.6 -> 74.7 us, b=32 29.4 -> 28.2 us; no gain at
+// b=8, where the sweep is instruction-bound. A ring of
 // kStageLookahead + 1 slots lets a slot be refilled one iteration after it
 // was read, when its values have certainly left shared memory.
 constexpr int kStageLookahead = 4;
@@ -106,23 +107,32 @@ __device__ __forceinline__ float LoadOne(const void* row, int32_t x) {
   return rejection::LoadValue(row, D, x);
 }
 
+// A quad of stored values as it sits in memory: 16 B of fp32, 8 B of fp16/bf16.
+template <SampleDtype D>
+using PackedQuad = std::conditional_t<D == SampleDtype::kFloat32, float4, uint2>;
+
+template <SampleDtype D>
+__device__ __forceinline__ void UnpackQuad(const PackedQuad<D>& v, float out[4]) {
+  if constexpr (D == SampleDtype::kFloat32) {
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+  } else {
+    const uint16_t h[4] = {static_cast<uint16_t>(v.x), static_cast<uint16_t>(v.x >> 16), static_cast<uint16_t>(v.y),
+                           static_cast<uint16_t>(v.y >> 16)};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      out[i] = D == SampleDtype::kFloat16 ? detmath::Float16BitsToFloat(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
+    }
+  }
+}
+
 // Four consecutive values x..x+3 of a row (zeros past `end`); one 16- or
 // 8-byte load when the row is aligned for it.
 template <SampleDtype D>
 __device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, bool vector_ok, float out[4]) {
   if (vector_ok && x + 3 < end) {
-    if constexpr (D == SampleDtype::kFloat32) {
-      const float4 v = __ldg(reinterpret_cast<const float4*>(static_cast<const float*>(row) + x));
-      out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-    } else {
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(static_cast<const uint16_t*>(row) + x));
-      const uint16_t h[4] = {static_cast<uint16_t>(v.x), static_cast<uint16_t>(v.x >> 16),
-                             static_cast<uint16_t>(v.y), static_cast<uint16_t>(v.y >> 16)};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        out[i] = D == SampleDtype::kFloat16 ? detmath::Float16BitsToFloat(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
-      }
-    }
+    UnpackQuad<D>(__ldg(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row) +
+                                                                int64_t{x} * SampleDtypeBytes(D))),
+                  out);
     return;
   }
 #pragma unroll
@@ -910,25 +920,13 @@ __device__ __forceinline__ void WaitForOldestCopies() {
 #endif
 }
 
-// A staged quad (16 B for fp32, 8 B for the 16-bit formats) as four floats.
 template <SampleDtype D>
 __device__ __forceinline__ void ReadStagedQuad(const unsigned char* stage, float out[4]) {
-  if constexpr (D == SampleDtype::kFloat32) {
-    const float4 v = *reinterpret_cast<const float4*>(stage);
-    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-  } else {
-    const uint2 v = *reinterpret_cast<const uint2*>(stage);
-    const uint16_t h[4] = {static_cast<uint16_t>(v.x), static_cast<uint16_t>(v.x >> 16), static_cast<uint16_t>(v.y),
-                           static_cast<uint16_t>(v.y >> 16)};
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      out[i] = D == SampleDtype::kFloat16 ? detmath::Float16BitsToFloat(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
-    }
-  }
+  UnpackQuad<D>(*reinterpret_cast<const PackedQuad<D>*>(stage), out);
 }
 
 template <SampleDtype D>
-constexpr int kStagedQuadBytes = D == SampleDtype::kFloat32 ? 16 : 8;
+constexpr int kStagedQuadBytes = sizeof(PackedQuad<D>);
 
 // Sweeps one share of the sampled row (RaceQuad per quad) and returns the
 // thread's best entrant of each race and the value-check bits (1 target, 2
