@@ -214,6 +214,16 @@ absl::StatusOr<v1::VerifyResponse> VerifierClient::Verify(
   return response;
 }
 
+absl::StatusOr<v1::VerifyResponse> VerifierClient::VerifyCeiling(
+    const v1::VerifyRequest& request, absl::Duration deadline) {
+  grpc::ClientContext context;
+  ApplyDeadline(context, deadline);
+  v1::VerifyResponse response;
+  grpc::Status status = stub_->VerifyCeiling(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
 void VerifierClient::VerifyAsync(
     const v1::VerifyRequest& request,
     std::function<void(absl::StatusOr<v1::VerifyResponse>)> done,

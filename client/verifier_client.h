@@ -73,6 +73,12 @@ class VerifierClient {
       const v1::VerifyRequest& request,
       absl::Duration deadline = absl::ZeroDuration());
 
+  // The raw-gRPC ceiling (VerifyCeiling): a response of Verify's size,
+  // answered without verification (verified = false). For measurements.
+  absl::StatusOr<v1::VerifyResponse> VerifyCeiling(
+      const v1::VerifyRequest& request,
+      absl::Duration deadline = absl::ZeroDuration());
+
   // Asynchronous unary Verify on the callback stub: `done` runs once, on a
   // gRPC thread, with the response or the error. `request` is copied.
   void VerifyAsync(

@@ -74,8 +74,12 @@ const std::map<std::string, Flag>& Flags() {
                                       "flush a batch at this many sequences, [1, 4096]")},
       {"max_batch_bytes", IntFlag(&ServerOptions::max_batch_bytes,
                                   "flush a batch at this many payload bytes, >= 1")},
+      {"preferred_batch_sequences",
+       IntFlag(&ServerOptions::preferred_batch_sequences,
+               "a batch below this many sequences waits up to max_queue_delay_us for more; "
+               "0 = never wait (a free slot takes whatever is queued), [0, max_batch_sequences]")},
       {"max_queue_delay_us", IntFlag(&ServerOptions::max_queue_delay_us,
-                                     "flush a batch this long after its oldest request arrived, >= 0")},
+                                     "longest wait of a batch below preferred_batch_sequences, >= 0")},
       {"max_queue_sequences", IntFlag(&ServerOptions::max_queue_sequences,
                                       "queued sequences beyond which requests get RESOURCE_EXHAUSTED, >= max_batch_sequences")},
       {"max_sequences_per_request", IntFlag(&ServerOptions::max_sequences_per_request,
@@ -149,6 +153,11 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.max_queue_delay_us < 0 || o.max_queue_delay_us > int64_t{60} * 1000 * 1000) {
     return Bad("max_queue_delay_us", absl::StrCat("is ", o.max_queue_delay_us,
                                                   "; must lie in [0, 60000000]"));
+  }
+  if (o.preferred_batch_sequences < 0 || o.preferred_batch_sequences > o.max_batch_sequences) {
+    return Bad("preferred_batch_sequences",
+               absl::StrCat("is ", o.preferred_batch_sequences,
+                            "; must lie in [0, max_batch_sequences=", o.max_batch_sequences, "]"));
   }
   if (o.max_queue_sequences < o.max_batch_sequences) {
     return Bad("max_queue_sequences",

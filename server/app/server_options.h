@@ -17,7 +17,10 @@ struct ServerOptions {
   std::string listen_address = "0.0.0.0:50051";
   int32_t max_batch_sequences = 256;
   int64_t max_batch_bytes = int64_t{64} << 20;
-  int64_t max_queue_delay_us = 200;
+  // Latency first: a free backend slot takes whatever is queued. A batch
+  // below preferred_batch_sequences (0 = none) waits up to max_queue_delay_us.
+  int32_t preferred_batch_sequences = 0;
+  int64_t max_queue_delay_us = 0;
   int32_t max_queue_sequences = 16384;
   int32_t max_sequences_per_request = 256;
   int32_t max_draft_tokens = 256;

@@ -62,6 +62,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   BatcherOptions batcher_options;
   batcher_options.max_batch_sequences = options.max_batch_sequences;
   batcher_options.max_batch_bytes = options.max_batch_bytes;
+  batcher_options.preferred_batch_sequences = options.preferred_batch_sequences;
   batcher_options.max_queue_delay = absl::Microseconds(options.max_queue_delay_us);
   batcher_options.max_queue_sequences = options.max_queue_sequences;
   batcher_options.backend = server->backend_.get();
@@ -92,6 +93,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   limits->set_kv_arena_bytes(options.kv_arena_bytes);
   limits->set_kv_handle_ttl_ms(options.kv_handle_ttl_ms);
   limits->set_max_message_bytes(options.max_message_bytes);
+  limits->set_preferred_batch_sequences(options.preferred_batch_sequences);
   info.set_dispatch_threshold_bytes(description.dispatch_threshold_bytes);
   info.set_dispatch_threshold_source(description.dispatch_threshold_source);
   info.add_modes("greedy");

@@ -4,6 +4,12 @@
 // Contract:
 //  * AllocateArenaMemory is called once at start-up, before any Submit; the
 //    batcher packs into that memory (Batch::packed_kv points into it).
+//  * AcquireStaging hands out the memory a batch's inputs are copied into
+//    (server/backend/staging.h): the batcher acquires it for each batch it
+//    forms, copies the requests' payload into it once, and Submits. The
+//    lease lives in the Batch and goes back when the batcher destroys the
+//    batch after reading its results; the batcher holds at most
+//    max_batches_in_flight() leases.
 //  * Submit is asynchronous and never blocks on execution: the backend queues
 //    the batch and returns. `done` runs exactly once, on a backend thread
 //    (never on the caller's), after every result array and every packed row
@@ -28,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "server/arena/arena_memory.h"
 #include "server/backend/batch.h"
+#include "server/backend/staging.h"
 
 namespace specverify::server {
 
@@ -51,6 +58,11 @@ class Backend {
   virtual absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(
       int64_t bytes) = 0;
   virtual int max_batches_in_flight() const = 0;
+  // Views batch->inputs (and batch->sampled for a sampled shape) into staging
+  // memory of this backend and returns the lease that keeps it. Fails
+  // RESOURCE_EXHAUSTED (naming the limits) when the shape cannot fit.
+  virtual absl::StatusOr<std::unique_ptr<StagingLease>> AcquireStaging(
+      const StagingShape& shape, Batch* batch) = 0;
   // REQUIRES: batch->inputs hold a batch that passed validation; the packed_kv
   // range is reserved for this batch alone.
   virtual void Submit(std::unique_ptr<Batch> batch, BatchDone done) = 0;

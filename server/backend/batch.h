@@ -1,19 +1,22 @@
 // What the batcher hands a backend: one ragged batch in host memory, laid out
 // exactly as kernels/layout/ragged_batch.h (CSR offsets, tokens, KV rows
-// contiguous), so a device backend stages it with one memcpy per array, and
-// the arena range where the accepted rows are to be packed.
+// contiguous) inside the backend's own staging (server/backend/staging.h),
+// and the arena range where the accepted rows are to be packed.
 #ifndef SPECVERIFY_SERVER_BACKEND_BATCH_H_
 #define SPECVERIFY_SERVER_BACKEND_BATCH_H_
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/hash/hash.h"
 #include "absl/time/time.h"
 #include "kernels/layout/ragged_batch.h"
 #include "kernels/sampling/rejection_params.h"
+#include "server/backend/staging.h"
 #include "server/metrics/server_metrics.h"
 
 namespace specverify::server {
@@ -50,12 +53,13 @@ struct BatchKey {
 // sizes its rejection-sampling scratch for it at start-up (151,936 is Qwen's).
 inline constexpr int32_t kMaxSampledVocabSize = 1 << 18;
 
-// Inputs, host memory, in the ragged layout.
+// Inputs, host memory, in the ragged layout. Views: the memory is the
+// backend's staging (Batch::staging), or a test's own vectors.
 struct GreedyHostInputs {
-  std::vector<int32_t> draft_offsets;   // [b + 1]
-  std::vector<int32_t> draft_tokens;    // [offsets[b]]
-  std::vector<int32_t> target_tokens;   // [offsets[b] + b]
-  std::vector<std::byte> draft_kv;      // [offsets[b] * row_bytes]
+  std::span<int32_t> draft_offsets;   // [b + 1]
+  std::span<int32_t> draft_tokens;    // [offsets[b]]
+  std::span<int32_t> target_tokens;   // [offsets[b] + b]
+  std::span<std::byte> draft_kv;      // [offsets[b] * row_bytes]
   int64_t row_bytes = 0;
 
   int32_t num_sequences() const {
@@ -105,9 +109,9 @@ struct GreedyHostResults {
 // greedy_target_tokens of the outcome, so the greedy pack packs the accepted
 // rows (rejection_params.h, GreedyTargetForOutcome).
 struct SampledHostInputs {
-  std::vector<std::byte> target_values;             // [(offsets[b] + b) * V] of the key's dtype
-  std::vector<std::byte> draft_values;              // [offsets[b] * V]; empty without draft probs
-  std::vector<SequenceSamplingParams> sequences;    // [b]
+  std::span<std::byte> target_values;             // [(offsets[b] + b) * V] of the key's dtype
+  std::span<std::byte> draft_values;              // [offsets[b] * V]; empty without draft probs
+  std::span<SequenceSamplingParams> sequences;    // [b]
 };
 
 // Per-sequence outcome codes of a sampled batch (RejectionCode), [b] each.
@@ -128,10 +132,16 @@ struct Batch {
   BatchKey key;
   GreedyHostInputs inputs;
   SampledHostInputs sampled;  // empty for greedy
+  // The backend memory `inputs` and `sampled` view (Backend::AcquireStaging);
+  // released with the batch, after the batcher has read its results.
+  std::unique_ptr<StagingLease> staging;
   // Destination of the packed rows, in the backend's memory space (the arena
   // memory the backend allocated): capacity total_draft_rows * row_bytes.
   // Null iff row_bytes == 0.
   std::byte* packed_kv = nullptr;
+  // Set by the batcher when a request of the batch takes its rows inline:
+  // the backend then makes them host-readable (packed_kv_host).
+  bool wants_host_rows = false;
 
   // Filled by the backend.
   GreedyHostResults results;
@@ -142,6 +152,11 @@ struct Batch {
   // False when the tokens follow an approximation (the sigmoid method).
   bool exact = true;
   SampledHostResults sampled_results;  // sampled batches, from a verifying backend
+  // The packed rows, readable on the host, laid out as at packed_kv; valid
+  // until the batch is destroyed. Host arenas: packed_kv itself. CUDA: a
+  // pinned copy made on the batch's stream when wants_host_rows. Null when
+  // the backend offers none (the batcher then reads the arena).
+  const std::byte* packed_kv_host = nullptr;
 };
 
 inline RejectionSampleParams SampledHostParams(Batch& batch) {

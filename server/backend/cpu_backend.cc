@@ -129,6 +129,7 @@ absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   PackAcceptedRows(GreedyParamsOf(batch), work);
   batch.path = ExecutionPathLabel::kSampling;
   batch.verified = true;
+  batch.packed_kv_host = batch.packed_kv;  // the arena is host memory
   batch.exact = IsExactMethod(batch.key.method);
   batch.device_time = absl::Now() - start;
   return absl::OkStatus();
@@ -148,6 +149,7 @@ absl::Status CpuBackend::Execute(Batch& batch) {
   PackAcceptedRows(params, work);
   batch.path = ExecutionPathLabel::kCpu;
   batch.verified = true;
+  batch.packed_kv_host = batch.packed_kv;  // the arena is host memory
   batch.device_time = absl::Now() - start;
   return absl::OkStatus();
 }

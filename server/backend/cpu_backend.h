@@ -11,6 +11,7 @@
 
 #include "server/backend/backend.h"
 #include "server/backend/batch_worker.h"
+#include "server/backend/staging.h"
 #include "server/backend/thread_pool.h"
 
 namespace specverify::server {
@@ -35,6 +36,10 @@ class CpuBackend final : public Backend {
   absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(
       int64_t bytes) override;
   int max_batches_in_flight() const override { return options_.max_batches_in_flight; }
+  absl::StatusOr<std::unique_ptr<StagingLease>> AcquireStaging(const StagingShape& shape,
+                                                                Batch* batch) override {
+    return staging_.Acquire(shape, batch);
+  }
   void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
   absl::Status health() const override { return absl::OkStatus(); }
   void Shutdown() override;
@@ -53,6 +58,7 @@ class CpuBackend final : public Backend {
   void PackAcceptedRows(const GreedyVerifyParams& params, int64_t work);
 
   const CpuBackendOptions options_;
+  HostStagingPool staging_{options_.max_batches_in_flight};
   ThreadPool pool_;
   BatchWorker worker_;  // declared last: its thread uses pool_
 };

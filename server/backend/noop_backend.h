@@ -11,6 +11,7 @@
 
 #include "server/backend/backend.h"
 #include "server/backend/batch_worker.h"
+#include "server/backend/staging.h"
 
 namespace specverify::server {
 
@@ -22,13 +23,19 @@ class NoopBackend final : public Backend {
   BackendDescription Describe() const override;
   absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(
       int64_t bytes) override;
-  int max_batches_in_flight() const override { return 2; }
+  int max_batches_in_flight() const override { return kBatchesInFlight; }
+  absl::StatusOr<std::unique_ptr<StagingLease>> AcquireStaging(const StagingShape& shape,
+                                                                Batch* batch) override {
+    return staging_.Acquire(shape, batch);
+  }
   void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
   absl::Status health() const override { return absl::OkStatus(); }
   void Shutdown() override;
 
  private:
   static absl::Status Execute(Batch& batch);
+  static constexpr int kBatchesInFlight = 2;
+  HostStagingPool staging_{kBatchesInFlight};
   BatchWorker worker_;
 };
 

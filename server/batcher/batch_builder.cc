@@ -9,35 +9,39 @@
 
 namespace specverify::server {
 
-void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
-                       const BatchKey& key, GreedyHostInputs* inputs) {
-  int32_t b = 0;
-  int64_t rows = 0;
-  for (const auto& r : requests) {
-    b += r->shape.num_sequences;
-    rows += r->shape.total_draft_rows;
-  }
-  const int64_t rb = key.row_bytes;
-  inputs->row_bytes = rb;
-  inputs->draft_offsets.resize(b + 1);
-  inputs->draft_tokens.resize(rows);
-  inputs->target_tokens.resize(rows + b);
-  inputs->draft_kv.resize(rb > 0 ? rows * rb : 0);
+namespace {
 
-  int32_t* offsets = inputs->draft_offsets.data();
-  int32_t* draft = inputs->draft_tokens.data();
-  int32_t* target = inputs->target_tokens.data();
-  std::byte* kv = inputs->draft_kv.data();
+// Every payload byte the server copies on the host goes through here, so the
+// per-request count (ServerTiming.host_copy_in_bytes) cannot miss one.
+void CopyPayload(void* dst, const void* src, size_t bytes, int64_t* copied) {
+  if (bytes == 0) return;  // src may be null for an empty field
+  std::memcpy(dst, src, bytes);
+  *copied += static_cast<int64_t>(bytes);
+}
+
+int64_t SampledRowBytes(const BatchKey& key) {
+  return int64_t{key.vocab_size} * SampleDtypeBytes(key.value_dtype);
+}
+
+void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
+                       const BatchKey& key, GreedyHostInputs& in) {
+  const int64_t rb = key.row_bytes;
+  in.row_bytes = rb;
+  int32_t* offsets = in.draft_offsets.data();
+  int32_t* draft = in.draft_tokens.data();
+  int32_t* target = in.target_tokens.data();
+  std::byte* kv = in.draft_kv.data();
   offsets[0] = 0;
   int32_t s = 0;
   for (const auto& r : requests) {
+    int64_t copied = 0;
     for (const v1::SequenceDraft& seq : r->request->sequences()) {
       const int32_t gamma = seq.draft_tokens_size();
-      std::memcpy(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma);
-      std::memcpy(target, seq.greedy().target_tokens().data(),
-                  sizeof(int32_t) * (gamma + 1));
+      CopyPayload(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma, &copied);
+      CopyPayload(target, seq.greedy().target_tokens().data(), sizeof(int32_t) * (gamma + 1),
+                  &copied);
       if (rb > 0) {
-        std::memcpy(kv, seq.draft_kv().data().data(), static_cast<size_t>(gamma * rb));
+        CopyPayload(kv, seq.draft_kv().data().data(), static_cast<size_t>(gamma * rb), &copied);
         kv += gamma * rb;
       }
       draft += gamma;
@@ -45,32 +49,16 @@ void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests
       offsets[s + 1] = offsets[s] + gamma;
       ++s;
     }
+    r->host_copy_in_bytes = copied;
   }
 }
-
-namespace {
 
 void BuildSampledInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
                         const BatchKey& key, Batch* batch) {
   GreedyHostInputs& in = batch->inputs;
   SampledHostInputs& sampled = batch->sampled;
-  int32_t b = 0;
-  int64_t rows = 0;
-  for (const auto& r : requests) {
-    b += r->shape.num_sequences;
-    rows += r->shape.total_draft_rows;
-  }
   const int64_t rb = key.row_bytes;
-  const int64_t row_value_bytes = int64_t{key.vocab_size} * SampleDtypeBytes(key.value_dtype);
   in.row_bytes = rb;
-  in.draft_offsets.resize(b + 1);
-  in.draft_tokens.resize(rows);
-  in.target_tokens.assign(rows + b, 0);
-  in.draft_kv.resize(rb > 0 ? rows * rb : 0);
-  sampled.target_values.resize((rows + b) * row_value_bytes);
-  sampled.draft_values.resize(key.has_draft_probs ? rows * row_value_bytes : 0);
-  sampled.sequences.resize(b);
-
   int32_t* offsets = in.draft_offsets.data();
   int32_t* draft = in.draft_tokens.data();
   std::byte* kv = in.draft_kv.data();
@@ -79,24 +67,26 @@ void BuildSampledInputs(std::span<const std::unique_ptr<PendingRequest>> request
   offsets[0] = 0;
   int32_t s = 0;
   for (const auto& r : requests) {
+    int64_t copied = 0;
     int32_t index_in_request = 0;
     for (const v1::SequenceDraft& seq : r->request->sequences()) {
       const int32_t gamma = seq.draft_tokens_size();
       const v1::SampledTarget& st = seq.sampled();
-      std::memcpy(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma);
+      CopyPayload(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma, &copied);
       const std::string& target_bytes = st.target().values().data();
-      std::memcpy(target_values, target_bytes.data(), target_bytes.size());
+      CopyPayload(target_values, target_bytes.data(), target_bytes.size(), &copied);
       target_values += target_bytes.size();
       if (key.has_draft_probs) {
         const std::string& draft_bytes = st.draft().values().data();
-        std::memcpy(draft_values, draft_bytes.data(), draft_bytes.size());
+        CopyPayload(draft_values, draft_bytes.data(), draft_bytes.size(), &copied);
         draft_values += draft_bytes.size();
       }
       if (rb > 0) {
-        std::memcpy(kv, seq.draft_kv().data().data(), static_cast<size_t>(gamma * rb));
+        CopyPayload(kv, seq.draft_kv().data().data(), static_cast<size_t>(gamma * rb), &copied);
         kv += gamma * rb;
       }
       SequenceSamplingParams& p = sampled.sequences[s];
+      p = SequenceSamplingParams{};
       p.seed = r->request->seed();
       p.sequence_index = index_in_request++;
       p.temperature = st.temperature();
@@ -110,17 +100,35 @@ void BuildSampledInputs(std::span<const std::unique_ptr<PendingRequest>> request
       offsets[s + 1] = offsets[s] + gamma;
       ++s;
     }
+    r->host_copy_in_bytes = copied;
   }
 }
 
 }  // namespace
+
+StagingShape StagingShapeOf(std::span<const std::unique_ptr<PendingRequest>> requests,
+                            const BatchKey& key) {
+  StagingShape shape;
+  for (const auto& r : requests) {
+    shape.sequences += r->shape.num_sequences;
+    shape.draft_rows += r->shape.total_draft_rows;
+  }
+  shape.kv_bytes = shape.draft_rows * key.row_bytes;
+  if (key.mode == VerifyMode::kSampled) {
+    shape.sampled = true;
+    const int64_t row = SampledRowBytes(key);
+    shape.target_value_bytes = (shape.draft_rows + shape.sequences) * row;
+    shape.draft_value_bytes = key.has_draft_probs ? shape.draft_rows * row : 0;
+  }
+  return shape;
+}
 
 void BuildBatchInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
                       const BatchKey& key, Batch* batch) {
   if (key.mode == VerifyMode::kSampled) {
     BuildSampledInputs(requests, key, batch);
   } else {
-    BuildGreedyInputs(requests, key, &batch->inputs);
+    BuildGreedyInputs(requests, key, batch->inputs);
   }
 }
 

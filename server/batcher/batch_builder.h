@@ -1,6 +1,9 @@
 // Staging: copies the sequences of validated requests into one contiguous
-// ragged batch (kernels/layout/ragged_batch.h), sized once up front so every
-// array is a single allocation.
+// ragged batch (kernels/layout/ragged_batch.h) inside the backend's staging
+// memory. This is the one host copy of a request's payload (tokens, KV rows,
+// distribution rows): from the received message straight into staging
+// (pinned memory for CUDA), with no vector in between. Each request's
+// PendingRequest::host_copy_in_bytes says how many bytes it took.
 #ifndef SPECVERIFY_SERVER_BATCHER_BATCH_BUILDER_H_
 #define SPECVERIFY_SERVER_BATCHER_BATCH_BUILDER_H_
 
@@ -13,16 +16,19 @@
 
 namespace specverify::server {
 
+// The staging a batch of these requests needs.
 // REQUIRES: every request passed ValidateVerifyRequest and has `key`.
-void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
-                       const BatchKey& key, GreedyHostInputs* inputs);
+StagingShape StagingShapeOf(std::span<const std::unique_ptr<PendingRequest>> requests,
+                            const BatchKey& key);
 
-// Greedy: BuildGreedyInputs. Sampled: offsets, draft tokens and KV rows into
-// batch->inputs (target_tokens sized for the backend's greedy_target_tokens),
-// distribution rows and per-sequence parameters (request seed, index within
-// the request, temperature, top-k, top-p with the proto's 0 mapped to 1) into
+// Greedy: offsets, draft and target tokens and KV rows into batch->inputs.
+// Sampled: offsets, draft tokens and KV rows into batch->inputs
+// (target_tokens left for the backend's greedy_target_tokens), distribution
+// rows and per-sequence parameters (request seed, index within the request,
+// temperature, top-k, top-p with the proto's 0 mapped to 1) into
 // batch->sampled.
-// REQUIRES: every request passed ValidateVerifyRequest and has `key`.
+// REQUIRES: batch->inputs/sampled view staging of StagingShapeOf(requests,
+// key) (Backend::AcquireStaging); every request has `key`.
 void BuildBatchInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
                       const BatchKey& key, Batch* batch);
 

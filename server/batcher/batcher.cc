@@ -36,6 +36,7 @@ struct Batcher::InFlight {
   int64_t arena_bytes = 0;
   int32_t sequences = 0;
   int64_t input_bytes = 0;
+  int64_t host_copy_in_bytes = 0;
 };
 
 absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const BatcherOptions& o) {
@@ -53,6 +54,11 @@ absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const BatcherOptions& o
   }
   if (o.max_queue_delay < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("max_queue_delay must be >= 0");
+  }
+  if (o.preferred_batch_sequences < 0 || o.preferred_batch_sequences > o.max_batch_sequences) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "preferred_batch_sequences is ", o.preferred_batch_sequences,
+        "; must lie in [0, max_batch_sequences=", o.max_batch_sequences, "]"));
   }
   if (o.max_queue_sequences < o.max_batch_sequences) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -84,7 +90,9 @@ void Batcher::Wake() {
 absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request) {
   const int64_t n = request->shape.num_sequences;
   int64_t queued;
-  bool wake;
+  bool wake = false;
+  std::vector<FormedBatch> batches;
+  absl::Time now;
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || draining_) {
@@ -102,35 +110,79 @@ absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request) {
     Queue& q = queues_[request->shape.key];
     q.sequences += n;
     q.bytes += request->shape.payload_bytes;
-    // Wake the loop only when this request changes what it would do: its
-    // queue became ready, or it needs an earlier timer than the one the loop
-    // sleeps until. Under load most enqueues cost no context switch.
     const absl::Time request_deadline = request->deadline;
-    const absl::Time timer =
-        std::min(request->arrival + options_.max_queue_delay, request_deadline);
+    const absl::Time delay_timer = request->arrival + options_.max_queue_delay;
     q.requests.push_back(std::move(request));
     queued_sequences_ += n;
-    queued = queued_sequences_;
-    if (in_flight_ >= max_in_flight_) {
-      // Nothing can dispatch before a completion, which wakes the loop
-      // anyway; only an earlier deadline needs it sooner.
-      wake = request_deadline < sleeping_until_;
-    } else {
-      wake = timer < sleeping_until_ || q.sequences >= options_.max_batch_sequences ||
-             q.bytes >= options_.max_batch_bytes;
+    const bool slot_free = in_flight_ < max_in_flight_;
+    if (slot_free && options_.dispatch_on_enqueue) {
+      // The idle path: this thread forms and dispatches, no hand-off. An
+      // already-expired request is left to the loop, which answers it.
+      now = clock_->Now();
+      if (request_deadline > now) FormBatchesLocked(now, &batches);
     }
+    // Wake the loop only when this request changes what it would do. Under
+    // load (every slot busy) only an earlier deadline does: a completion
+    // wakes it anyway.
+    const absl::Time timer = options_.preferred_batch_sequences > 0
+                                 ? std::min(delay_timer, request_deadline)
+                                 : request_deadline;
+    wake = timer < sleeping_until_;
+    if (slot_free && batches.empty() && ReadyLocked(q, clock_->Now())) wake = true;
     if (wake) wake_ = true;
+    queued = queued_sequences_;
   }
   if (wake) cv_.Signal();
   metrics_->SetQueuedSequences(queued);
+  for (FormedBatch& formed : batches) Dispatch(std::move(formed), now);
   return absl::OkStatus();
 }
 
 bool Batcher::ReadyLocked(const Queue& q, absl::Time now) const {
   if (q.requests.empty()) return false;
-  return draining_ || stopping_ || q.sequences >= options_.max_batch_sequences ||
-         q.bytes >= options_.max_batch_bytes ||
-         now - q.requests.front()->arrival >= options_.max_queue_delay;
+  if (draining_ || stopping_) return true;
+  const int32_t preferred = options_.preferred_batch_sequences;
+  if (preferred <= 0 || q.sequences >= preferred || q.sequences >= options_.max_batch_sequences ||
+      q.bytes >= options_.max_batch_bytes) {
+    return true;
+  }
+  return now - q.requests.front()->arrival >= options_.max_queue_delay;
+}
+
+void Batcher::FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batches) {
+  while (in_flight_ < max_in_flight_ && !backend_failed_) {
+    Queue* best = nullptr;
+    const BatchKey* best_key = nullptr;
+    for (auto& [key, q] : queues_) {
+      if (!ReadyLocked(q, now)) continue;
+      if (best == nullptr || q.requests.front()->arrival < best->requests.front()->arrival) {
+        best = &q;
+        best_key = &key;
+      }
+    }
+    if (best == nullptr) break;
+    FormedBatch formed;
+    formed.key = *best_key;
+    int64_t sequences = 0;
+    int64_t bytes = 0;
+    while (!best->requests.empty()) {
+      const PendingRequest& r = *best->requests.front();
+      const bool fits = sequences + r.shape.num_sequences <= options_.max_batch_sequences &&
+                        bytes + r.shape.payload_bytes <= options_.max_batch_bytes;
+      if (!fits && !formed.requests.empty()) break;
+      sequences += r.shape.num_sequences;
+      bytes += r.shape.payload_bytes;
+      formed.requests.push_back(std::move(best->requests.front()));
+      best->requests.pop_front();
+    }
+    best->sequences -= sequences;
+    best->bytes -= bytes;
+    queued_sequences_ -= sequences;
+    ++in_flight_;
+    in_flight_sequences_ += sequences;
+    batches->push_back(std::move(formed));
+  }
+  metrics_->SetInFlightSequences(in_flight_sequences_);
 }
 
 absl::Time Batcher::RunOnce() {
@@ -167,39 +219,7 @@ absl::Time Batcher::RunOnce() {
       }
     }
     // 2. Form ready batches, oldest head first, while the backend has room.
-    while (in_flight_ < max_in_flight_ && !backend_failed_) {
-      Queue* best = nullptr;
-      const BatchKey* best_key = nullptr;
-      for (auto& [key, q] : queues_) {
-        if (!ReadyLocked(q, now)) continue;
-        if (best == nullptr || q.requests.front()->arrival < best->requests.front()->arrival) {
-          best = &q;
-          best_key = &key;
-        }
-      }
-      if (best == nullptr) break;
-      FormedBatch formed;
-      formed.key = *best_key;
-      int64_t sequences = 0;
-      int64_t bytes = 0;
-      while (!best->requests.empty()) {
-        const PendingRequest& r = *best->requests.front();
-        const bool fits =
-            sequences + r.shape.num_sequences <= options_.max_batch_sequences &&
-            bytes + r.shape.payload_bytes <= options_.max_batch_bytes;
-        if (!fits && !formed.requests.empty()) break;
-        sequences += r.shape.num_sequences;
-        bytes += r.shape.payload_bytes;
-        formed.requests.push_back(std::move(best->requests.front()));
-        best->requests.pop_front();
-      }
-      best->sequences -= sequences;
-      best->bytes -= bytes;
-      queued_sequences_ -= sequences;
-      ++in_flight_;
-      in_flight_sequences_ += sequences;
-      batches.push_back(std::move(formed));
-    }
+    FormBatchesLocked(now, &batches);
     // 3. Drop empty queues; find the next timer.
     for (auto it = queues_.begin(); it != queues_.end();) {
       const Queue& q = it->second;
@@ -216,7 +236,6 @@ absl::Time Batcher::RunOnce() {
       ++it;
     }
     queued = queued_sequences_;
-    metrics_->SetInFlightSequences(in_flight_sequences_);
   }
   metrics_->SetQueuedSequences(queued);
   Reject(rejections);
@@ -241,41 +260,61 @@ void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
     absl::MutexLock lock(&mu_);
     batch->id = next_batch_id_++;
   }
+  const StagingShape shape = StagingShapeOf(formed.requests, formed.key);
+  absl::StatusOr<std::unique_ptr<StagingLease>> staging =
+      options_.backend->AcquireStaging(shape, batch.get());
+  if (!staging.ok()) {
+    batch.reset();
+    FailFormed(formed, staging.status(), RejectReason::kBatchTooLarge);
+    return;
+  }
+  batch->staging = *std::move(staging);
   BuildBatchInputs(formed.requests, formed.key, batch.get());
-  flight->sequences = batch->inputs.num_sequences();
+  flight->sequences = shape.sequences;
   for (const auto& r : formed.requests) {
     flight->input_bytes += r->shape.payload_bytes;
+    flight->host_copy_in_bytes += r->host_copy_in_bytes;
+    batch->wants_host_rows |= r->shape.kv_return == v1::KV_RETURN_INLINE;
     metrics_->OnQueueDelay(now - r->arrival);
   }
-  flight->requests = std::move(formed.requests);
 
-  const int64_t capacity = batch->inputs.total_draft_rows() * formed.key.row_bytes;
+  const int64_t capacity = shape.kv_bytes;
   if (backend_packs_ && capacity > 0) {
     absl::StatusOr<int64_t> offset = options_.arena->Reserve(capacity);
     if (!offset.ok()) {
-      const absl::Status status = absl::ResourceExhaustedError(absl::StrCat(
-          offset.status().message(), " (batch of ", flight->sequences,
-          " sequences needs its upper bound of ", capacity, " bytes)"));
-      {
-        absl::MutexLock lock(&mu_);
-        FinishBatchLocked(flight->sequences);
-      }
-      cv_.Signal();
-      for (auto& r : flight->requests) {
-        metrics_->OnRequestRejected(RejectReason::kArenaFull);
-        r->done(status);
-      }
+      batch.reset();
+      FailFormed(formed,
+                 absl::ResourceExhaustedError(absl::StrCat(
+                     offset.status().message(), " (batch of ", flight->sequences,
+                     " sequences needs its upper bound of ", capacity, " bytes)")),
+                 RejectReason::kArenaFull);
       return;
     }
     flight->arena_offset = *offset;
     flight->arena_bytes = capacity;
     batch->packed_kv = options_.arena->memory().base() + *offset;
   }
+  flight->requests = std::move(formed.requests);
   options_.backend->Submit(
       std::move(batch), [this, flight](std::unique_ptr<Batch> done_batch,
                                        absl::Status status) {
         Complete(flight, std::move(done_batch), std::move(status));
       });
+}
+
+void Batcher::FailFormed(FormedBatch& formed, const absl::Status& status,
+                         RejectReason reason) {
+  int32_t sequences = 0;
+  for (const auto& r : formed.requests) sequences += r->shape.num_sequences;
+  {
+    absl::MutexLock lock(&mu_);
+    FinishBatchLocked(sequences);
+  }
+  cv_.Signal();
+  for (auto& r : formed.requests) {
+    metrics_->OnRequestRejected(reason);
+    r->done(status);
+  }
 }
 
 void Batcher::FinishBatchLocked(int32_t sequences) {
@@ -290,10 +329,12 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   KvArena& arena = *options_.arena;
   if (!status.ok()) {
     if (flight->arena_offset >= 0) arena.Free(flight->arena_offset, flight->arena_bytes);
+    batch.reset();  // the backend's staging goes back before the slot does
     const absl::Status backend_health = options_.backend->health();
     const bool fatal = !backend_health.ok();
     const absl::Status answer =
-        status.code() == absl::StatusCode::kUnavailable
+        status.code() == absl::StatusCode::kUnavailable ||
+                status.code() == absl::StatusCode::kResourceExhausted
             ? status
             : absl::InternalError(absl::StrCat("the backend failed the batch: ",
                                                status.message()));
@@ -323,34 +364,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   std::vector<std::pair<int64_t, int64_t>> kept;  // arena ranges now owned by handles
   std::vector<std::pair<PendingRequest*, absl::Status>> answers;
   answers.reserve(flight->requests.size());
-
-  // Inline answers read the arena once per batch: one copy of the span of
-  // packed rows the batch's inline requests cover. On a device arena every
-  // CopyToHost synchronizes a stream, and one per request serialized this
-  // completion path (docs/PERFORMANCE.md, issue #5, inline gap).
-  std::vector<std::byte> inline_span;
-  int64_t inline_first_row = 0;
-  absl::Status inline_read;
-  if (keeps_rows) {
-    int64_t first = -1;
-    int64_t last = -1;
-    int32_t s = 0;
-    for (const auto& r : flight->requests) {
-      const int32_t n = r->shape.num_sequences;
-      if (r->shape.kv_return == v1::KV_RETURN_INLINE) {
-        if (first < 0) first = res.packed_row_offsets[s];
-        last = res.packed_row_offsets[s + n];
-      }
-      s += n;
-    }
-    if (last > first && first >= 0) {
-      inline_first_row = first;
-      inline_span.resize(static_cast<size_t>((last - first) * rb));
-      inline_read = arena.memory().CopyToHost(flight->arena_offset + first * rb,
-                                              static_cast<int64_t>(inline_span.size()),
-                                              inline_span.data());
-    }
-  }
+  int64_t host_copy_out_bytes = 0;
 
   int32_t s0 = 0;
   for (auto& r : flight->requests) {
@@ -374,6 +388,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
     timing->set_batch_requests(batch_requests);
     timing->set_path(ToWirePath(batch->path));
     timing->set_device_ns(absl::ToInt64Nanoseconds(batch->device_time));
+    timing->set_host_copy_in_bytes(r->host_copy_in_bytes);
     resp->set_verified(batch->verified);
     resp->set_exact(batch->exact);
 
@@ -397,15 +412,23 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
         } else {
           answer = handle.status();
         }
-      } else if (r->shape.kv_return == v1::KV_RETURN_INLINE) {
-        if (!inline_read.ok()) {
-          answer = inline_read;
-        } else if (bytes > 0) {
-          std::string* inline_rows = resp->mutable_kv_inline();
-          inline_rows->resize(static_cast<size_t>(bytes));
-          std::memcpy(inline_rows->data(),
-                      inline_span.data() + (base_row - inline_first_row) * rb,
+      } else if (r->shape.kv_return == v1::KV_RETURN_INLINE && bytes > 0) {
+        // The one host copy of the rows on their way out: from the
+        // backend's host-readable packed rows (the host arena itself, or
+        // CUDA's pinned copy) straight into the response.
+        std::string* inline_rows = resp->mutable_kv_inline();
+        inline_rows->resize(static_cast<size_t>(bytes));
+        auto* dst = reinterpret_cast<std::byte*>(inline_rows->data());
+        if (batch->packed_kv_host != nullptr) {
+          std::memcpy(dst, batch->packed_kv_host + int64_t{base_row} * rb,
                       static_cast<size_t>(bytes));
+        } else if (absl::Status read = arena.memory().CopyToHost(offset, bytes, dst);
+                   !read.ok()) {
+          answer = read;
+        }
+        if (answer.ok()) {
+          timing->set_host_copy_out_bytes(bytes);
+          host_copy_out_bytes += bytes;
         }
       }
     }
@@ -435,7 +458,10 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   report.device_time = batch->device_time;
   report.exact = batch->exact;
   metrics_->OnBatchExecuted(report);
+  metrics_->OnPayloadHostCopy(HostCopyDirection::kIn, flight->host_copy_in_bytes);
+  metrics_->OnPayloadHostCopy(HostCopyDirection::kOut, host_copy_out_bytes);
 
+  batch.reset();  // staging back to the backend before the in-flight slot
   {
     absl::MutexLock lock(&mu_);
     FinishBatchLocked(flight->sequences);

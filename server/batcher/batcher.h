@@ -1,27 +1,36 @@
-// The dynamic batcher (DESIGN.md "Batcher"; Triton's dynamic batch scheduler
-// shape without its data races).
+// The dynamic batcher (DESIGN.md "Batcher"): latency first, continuous
+// batching under load.
 //
-// Requests queue per batch key (mode, KV dtype, row_bytes, vocab). A key's
-// queue is ready to flush when it holds max_batch_sequences sequences, or
-// max_batch_bytes payload bytes, or its oldest request has waited
-// max_queue_delay; while draining every non-empty queue is ready. A batch
-// takes whole requests from the head of one queue (a request is never split)
-// up to the sequence and byte limits; a request larger than max_batch_bytes
-// on its own forms a batch alone.
+// Requests queue per batch key (mode, KV dtype, row_bytes, vocab, sampling
+// parameters). A backend slot that is free takes whatever is queued at once:
+// an idle server adds no wait (Triton's dynamic batcher at its default delay
+// of 0 behaves so). While every slot is busy, requests accumulate and form
+// the next batch the moment a slot frees. Optionally, a batch below
+// preferred_batch_sequences waits up to max_queue_delay for company (both 0
+// by default: never wait). Across keys the queue whose head is oldest goes
+// first, so no key starves another. A batch takes whole requests from the
+// head of one queue (a request is never split) up to max_batch_sequences and
+// max_batch_bytes; a request larger than max_batch_bytes goes alone.
+//
+// Where dispatch runs: on the thread that enqueued the request when a slot is
+// free (no hand-off to another thread on the idle path), else on the
+// batcher's thread when a completion frees a slot or a timer fires. Dispatch
+// acquires the backend's staging for the batch and copies every request's
+// payload into it once (batch_builder.h), reserves the arena range for the
+// packed rows (its upper bound; RESOURCE_EXHAUSTED and nothing overwritten
+// when it does not fit), and submits. At most the backend's
+// max_batches_in_flight() batches are submitted at a time.
 //
 // Before dispatch, queued requests whose deadline passed are answered
-// DEADLINE_EXCEEDED and cancelled ones CANCELLED: neither is executed. The
-// arena range for the batch's packed rows (its upper bound) is reserved
-// before dispatch; if the arena cannot hold it the batch's requests answer
-// RESOURCE_EXHAUSTED and nothing is overwritten. At most the backend's
-// max_batches_in_flight() batches are submitted at a time; meanwhile queues
-// keep filling (bigger batches under load).
+// DEADLINE_EXCEEDED and cancelled ones CANCELLED: neither is executed.
 //
-// One thread runs the loop: RunOnce(), then wait on a condition variable
-// until an enqueue, a completion, or the next timer (the oldest request's
-// delay budget or the earliest deadline). Enqueue notifies outside the lock.
-// Tests construct the batcher without its thread and drive RunOnce() with a
-// FakeClock: no sleeps.
+// The completion answers each request; inline KV rows are copied once from
+// host-readable packed rows (the backend's, or the host arena) into the
+// response. The batch (and with it the backend's staging) is released before
+// its in-flight slot is given back, so the next dispatch always finds staging.
+//
+// Tests construct the batcher without its thread and with dispatch on enqueue
+// off, and drive RunOnce() with a FakeClock: no sleeps.
 //
 // Thread safety: Enqueue, StartDrain, WaitIdle and the accessors may be
 // called from any thread. Completion callbacks (PendingRequest::done) never
@@ -53,7 +62,10 @@ namespace specverify::server {
 struct BatcherOptions {
   int32_t max_batch_sequences = 256;        // [1, kMaxBatchSequences]
   int64_t max_batch_bytes = int64_t{64} << 20;
-  absl::Duration max_queue_delay = absl::Microseconds(200);
+  // A batch below preferred_batch_sequences waits up to max_queue_delay for
+  // more sequences; 0 = never wait.
+  int32_t preferred_batch_sequences = 0;    // [0, max_batch_sequences]
+  absl::Duration max_queue_delay = absl::ZeroDuration();
   int32_t max_queue_sequences = 16384;      // >= max_batch_sequences
 
   Backend* backend = nullptr;       // required
@@ -62,6 +74,9 @@ struct BatcherOptions {
   Clock* clock = nullptr;           // RealClock when null
   // False in unit tests: they call RunOnce() themselves.
   bool start_thread = true;
+  // Enqueue dispatches on the caller's thread when a slot is free. False in
+  // unit tests that stage queues before calling RunOnce().
+  bool dispatch_on_enqueue = true;
   // Called once (on a backend thread) when the backend reports a sticky
   // failure; the server stops serving.
   std::function<void(const absl::Status&)> on_backend_failure;
@@ -118,7 +133,12 @@ class Batcher {
   explicit Batcher(const BatcherOptions& options);
   void Loop();
   bool ReadyLocked(const Queue& q, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forms every batch that may go now (under mu_); RunOnce's step 2.
+  void FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batches)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Dispatch(FormedBatch formed, absl::Time now);
+  // Answers a formed batch's requests with `status` (nothing was submitted).
+  void FailFormed(FormedBatch& formed, const absl::Status& status, RejectReason reason);
   void Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> batch,
                 absl::Status status);
   void FinishBatchLocked(int32_t sequences) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -20,6 +20,8 @@ struct PendingRequest {
   // done(OK); untouched otherwise.
   v1::VerifyResponse* response = nullptr;
   ValidatedRequest shape;
+  // Payload bytes the batch builder copied from `request` into staging.
+  int64_t host_copy_in_bytes = 0;
   absl::Time arrival;                          // at the batcher, batcher clock
   absl::Time deadline = absl::InfiniteFuture();
   // True once the client gave up; may be empty. Polled only while queued.

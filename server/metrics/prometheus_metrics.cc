@@ -23,10 +23,11 @@
 namespace specverify::server {
 namespace {
 
-constexpr const char* kRpcNames[] = {"Verify", "VerifyStream", "FetchKv", "ReleaseKv",
-                                     "GetServerInfo"};
-constexpr const char* kRejectReasonNames[] = {"invalid",  "queue_full", "arena_full",
-                                              "deadline", "cancelled",  "shutdown"};
+constexpr const char* kRpcNames[] = {"Verify",    "VerifyStream",  "FetchKv",
+                                     "ReleaseKv", "GetServerInfo", "VerifyCeiling"};
+constexpr const char* kRejectReasonNames[] = {"invalid",   "queue_full", "arena_full",
+                                              "deadline",  "cancelled",  "shutdown",
+                                              "batch_too_large"};
 constexpr const char* kPathNames[] = {"fused", "two_step", "cpu", "noop", "sampling"};
 
 // Every boundary prints exactly in the exposition (prometheus-cpp prints 16
@@ -58,6 +59,7 @@ const std::vector<double> kBatchBytes = {
 // Adds `boundary` to sorted `buckets`. A fixed boundary within rounding of it
 // (200e-6 against absl's 200 us in seconds) is replaced, not duplicated.
 std::vector<double> WithBoundary(std::vector<double> buckets, double boundary) {
+  if (boundary <= 0) return buckets;  // no batching delay configured
   buckets.erase(std::remove_if(buckets.begin(), buckets.end(),
                                [boundary](double b) {
                                  return std::abs(b - boundary) <= 1e-12 * std::abs(boundary);
@@ -281,6 +283,16 @@ void PrometheusServerMetrics::BuildSeries() {
                           .Help("KV bytes packed (accepted rows times row bytes).")
                           .Register(r)
                           .Add({});
+  auto& host_copy = prometheus::BuildCounter()
+                        .Name("specverify_payload_host_copy_bytes_total")
+                        .Help("Payload bytes (tokens, KV rows, distribution rows) copied on the "
+                              "host by the server: in = received message to staging, out = "
+                              "arena or pinned results to a response. One copy each way by "
+                              "design; gRPC's own serialization is not counted.")
+                        .Register(r);
+  host_copy_bytes_[static_cast<int>(HostCopyDirection::kIn)] = &host_copy.Add({{"direction", "in"}});
+  host_copy_bytes_[static_cast<int>(HostCopyDirection::kOut)] =
+      &host_copy.Add({{"direction", "out"}});
 
   queued_sequences_ = &prometheus::BuildGauge()
                            .Name("specverify_queued_sequences")
@@ -399,6 +411,10 @@ void PrometheusServerMetrics::SetArenaUsage(int64_t used_bytes, int64_t capacity
 
 void PrometheusServerMetrics::OnHandlesExpired(int64_t count) {
   handles_expired_->Increment(static_cast<double>(count));
+}
+
+void PrometheusServerMetrics::OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) {
+  if (bytes > 0) host_copy_bytes_[static_cast<int>(direction)]->Increment(static_cast<double>(bytes));
 }
 
 void PrometheusServerMetrics::OnDeviceError() { device_errors_->Increment(); }

@@ -91,13 +91,14 @@ class PrometheusServerMetrics final : public ServerMetrics {
   void SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
                      int64_t live_handles) override;
   void OnHandlesExpired(int64_t count) override;
+  void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) override;
   void OnDeviceError() override;
   void SetServing(bool serving) override;
 
  private:
-  static constexpr int kRpcMethods = 5;       // RpcMethod's enumerators
+  static constexpr int kRpcMethods = 6;       // RpcMethod's enumerators
   static constexpr int kStatusCodes = 17;     // absl::StatusCode 0..16
-  static constexpr int kRejectReasons = 6;    // RejectReason's enumerators
+  static constexpr int kRejectReasons = 7;    // RejectReason's enumerators
   static constexpr int kExecutionPaths = 5;   // ExecutionPathLabel's enumerators
 
   explicit PrometheusServerMetrics(const PrometheusMetricsOptions& options);
@@ -127,6 +128,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
   prometheus::Counter* draft_tokens_ = nullptr;
   prometheus::Counter* accepted_tokens_ = nullptr;
   prometheus::Counter* packed_kv_bytes_ = nullptr;
+  std::array<prometheus::Counter*, 2> host_copy_bytes_{};  // HostCopyDirection
   prometheus::Gauge* queued_sequences_ = nullptr;
   prometheus::Gauge* in_flight_sequences_ = nullptr;
   prometheus::Gauge* arena_used_bytes_ = nullptr;

@@ -15,10 +15,30 @@
 
 namespace specverify::server {
 
-enum class RpcMethod { kVerify, kVerifyStream, kFetchKv, kReleaseKv, kGetServerInfo };
+enum class RpcMethod {
+  kVerify,
+  kVerifyStream,
+  kFetchKv,
+  kReleaseKv,
+  kGetServerInfo,
+  kVerifyCeiling
+};
+
+// Payload copies on the host: into the backend's staging, or out of the
+// arena / pinned results into a response (inline KV, FetchKv chunks).
+enum class HostCopyDirection { kIn, kOut };
 
 // Why a request was answered without being executed.
-enum class RejectReason { kInvalid, kQueueFull, kArenaFull, kDeadline, kCancelled, kShutdown };
+enum class RejectReason {
+  kInvalid,
+  kQueueFull,
+  kArenaFull,
+  kDeadline,
+  kCancelled,
+  kShutdown,
+  // The formed batch does not fit the backend's staging (its slot limits).
+  kBatchTooLarge
+};
 
 // Which implementation ran a batch (the dispatcher's decision on CUDA).
 enum class ExecutionPathLabel { kFused, kTwoStep, kCpu, kNoop, kSampling };
@@ -60,6 +80,9 @@ class ServerMetrics {
   virtual void SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
                              int64_t live_handles) = 0;
   virtual void OnHandlesExpired(int64_t count) = 0;
+  // Payload bytes copied on the host (per batch, or per FetchKv chunk): the
+  // data plane's copy count, one each way by design.
+  virtual void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) = 0;
   // A device (CUDA) error: the server stops serving after this.
   virtual void OnDeviceError() = 0;
   // Mirrors the gRPC health status: true once the backend is ready, false
@@ -79,6 +102,7 @@ class NoopServerMetrics final : public ServerMetrics {
   void SetInFlightSequences(int64_t) override {}
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
+  void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
   void OnDeviceError() override {}
   void SetServing(bool) override {}
 };

@@ -319,6 +319,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<v1::FetchKvChunk> {
       Done(copied);
       return;
     }
+    service_.options().metrics->OnPayloadHostCopy(HostCopyDirection::kOut, n);
     sent_ += n;
     StartWrite(&chunk_);
   }
@@ -451,6 +452,68 @@ grpc::ServerUnaryReactor* VerifierService::GetServerInfo(
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+grpc::ServerUnaryReactor* VerifierService::VerifyCeiling(grpc::CallbackServerContext* context,
+                                                         const v1::VerifyRequest* request,
+                                                         v1::VerifyResponse* response) {
+  const absl::Time arrival = clock_->Now();
+  FillCeilingResponse(*request, response);
+  const absl::Duration latency = clock_->Now() - arrival;
+  response->mutable_timing()->set_server_ns(absl::ToInt64Nanoseconds(latency));
+  options_.metrics->OnRequestFinished(RpcMethod::kVerifyCeiling, absl::StatusCode::kOk, latency);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+void FillCeilingResponse(const v1::VerifyRequest& request, v1::VerifyResponse* response) {
+  response->set_request_id(request.request_id());
+  bool any_rows = false;
+  int64_t row_bytes = 0;
+  v1::DataType dtype = v1::DATA_TYPE_UNSPECIFIED;
+  for (const v1::SequenceDraft& seq : request.sequences()) {
+    if (seq.has_draft_kv() && seq.draft_tokens_size() > 0 && !seq.draft_kv().data().empty()) {
+      any_rows = true;
+      row_bytes = static_cast<int64_t>(seq.draft_kv().data().size()) / seq.draft_tokens_size();
+      dtype = seq.draft_kv().dtype();
+      break;
+    }
+  }
+  v1::KvReturn kv_return = request.kv_return();
+  if (kv_return == v1::KV_RETURN_UNSPECIFIED) {
+    kv_return = any_rows ? v1::KV_RETURN_HANDLE : v1::KV_RETURN_NONE;
+  }
+  std::string* inline_rows =
+      kv_return == v1::KV_RETURN_INLINE && any_rows ? response->mutable_kv_inline() : nullptr;
+  int64_t row = 0;
+  for (const v1::SequenceDraft& seq : request.sequences()) {
+    const int32_t gamma = seq.draft_tokens_size();
+    v1::SequenceResult* out = response->add_results();
+    out->set_accepted_length(gamma);
+    const auto& target = seq.greedy().target_tokens();
+    out->set_next_token(target.size() > gamma   ? target[gamma]
+                        : gamma > 0             ? seq.draft_tokens(gamma - 1)
+                                                : 0);
+    out->set_kv_row_offset(row);
+    out->set_kv_row_count(gamma);
+    row += gamma;
+    if (inline_rows != nullptr) inline_rows->append(seq.draft_kv().data());
+  }
+  if (kv_return == v1::KV_RETURN_HANDLE && any_rows) {
+    // Same size as a real handle (32 hex digits); it names no rows.
+    v1::KvHandle* kv = response->mutable_kv();
+    kv->set_id(std::string(32, '0'));
+    kv->set_row_bytes(row_bytes);
+    kv->set_num_rows(row);
+    kv->set_dtype(dtype);
+  }
+  v1::ServerTiming* timing = response->mutable_timing();
+  timing->set_path(v1::EXECUTION_PATH_CEILING);
+  timing->set_batch_sequences(request.sequences_size());
+  timing->set_batch_requests(1);
+  response->set_verified(false);
+  response->set_exact(true);
 }
 
 }  // namespace specverify::server

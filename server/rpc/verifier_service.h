@@ -54,6 +54,10 @@ class VerifierService final : public v1::Verifier::CallbackService {
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
                                           const v1::GetServerInfoRequest* request,
                                           v1::ServerInfo* response) override;
+  // The raw-gRPC ceiling (verifier.proto): answered here on the RPC thread.
+  grpc::ServerUnaryReactor* VerifyCeiling(grpc::CallbackServerContext* context,
+                                          const v1::VerifyRequest* request,
+                                          v1::VerifyResponse* response) override;
 
   // Admission of one verify request: draining, validation, then the batcher.
   // On error nothing was queued and `pending->done` was not called.
@@ -69,6 +73,11 @@ class VerifierService final : public v1::Verifier::CallbackService {
 };
 
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// VerifyCeiling's answer: what Verify would send for `request` in size (k =
+// gamma for every sequence, the draft rows echoed inline, a placeholder
+// handle), verified = false. No validation: the ceiling measures transport.
+void FillCeilingResponse(const v1::VerifyRequest& request, v1::VerifyResponse* response);
 
 }  // namespace specverify::server
 

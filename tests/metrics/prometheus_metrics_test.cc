@@ -205,6 +205,7 @@ TEST(PrometheusServerMetricsTest, RejectionsAreCountedByReason) {
   metrics->OnRequestRejected(RejectReason::kQueueFull);
   metrics->OnRequestRejected(RejectReason::kArenaFull);
   metrics->OnRequestRejected(RejectReason::kShutdown);
+  metrics->OnRequestRejected(RejectReason::kBatchTooLarge);
   const auto samples = Scrape(*metrics);
   EXPECT_THAT(FindSample(samples, "specverify_requests_rejected_total", {{"reason", "queue_full"}}),
               Optional(2.0));
@@ -214,7 +215,25 @@ TEST(PrometheusServerMetricsTest, RejectionsAreCountedByReason) {
               Optional(1.0));
   EXPECT_THAT(FindSample(samples, "specverify_requests_rejected_total", {{"reason", "invalid"}}),
               Optional(0.0));
-  EXPECT_EQ(SamplesNamed(samples, "specverify_requests_rejected_total").size(), 6u);
+  EXPECT_THAT(FindSample(samples, "specverify_requests_rejected_total",
+                         {{"reason", "batch_too_large"}}),
+              Optional(1.0));
+  EXPECT_EQ(SamplesNamed(samples, "specverify_requests_rejected_total").size(), 7u);
+}
+
+TEST(PrometheusServerMetricsTest, PayloadHostCopiesAreCountedByDirection) {
+  auto metrics = StartUnserved();
+  metrics->OnPayloadHostCopy(HostCopyDirection::kIn, 4096);
+  metrics->OnPayloadHostCopy(HostCopyDirection::kIn, 100);
+  metrics->OnPayloadHostCopy(HostCopyDirection::kOut, 512);
+  metrics->OnPayloadHostCopy(HostCopyDirection::kOut, 0);
+  const auto samples = Scrape(*metrics);
+  EXPECT_THAT(FindSample(samples, "specverify_payload_host_copy_bytes_total",
+                         {{"direction", "in"}}),
+              Optional(4196.0));
+  EXPECT_THAT(FindSample(samples, "specverify_payload_host_copy_bytes_total",
+                         {{"direction", "out"}}),
+              Optional(512.0));
 }
 
 TEST(PrometheusServerMetricsTest, GaugesHoldTheLastValueAndCountersAccumulate) {

@@ -14,25 +14,8 @@
 namespace specverify::server {
 namespace {
 
-// Sections of a slot's buffers start on 256-byte boundaries (what cudaMalloc
-// gives the base), so every array the kernels read is aligned for vector loads.
-constexpr int64_t kSectionAlign = 256;
-int64_t AlignUp(int64_t x) { return (x + kSectionAlign - 1) / kSectionAlign * kSectionAlign; }
-
-// Byte offsets of the input arrays inside a slot's pinned and device input
-// buffers. Compact per batch so that one copy moves exactly the used bytes;
-// monotone in (b, rows, kv) so the layout of the largest batch bounds all.
-struct InputLayout {
-  int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, draft_kv = 0, total = 0;
-};
-InputLayout LayoutInputs(int64_t b, int64_t rows, int64_t kv_bytes) {
-  InputLayout l;
-  l.draft_tokens = AlignUp(4 * (b + 1));
-  l.target_tokens = l.draft_tokens + AlignUp(4 * rows);
-  l.draft_kv = l.target_tokens + AlignUp(4 * (rows + b));
-  l.total = l.draft_kv + kv_bytes;
-  return l;
-}
+constexpr int64_t kSectionAlign = kStagingAlign;
+int64_t AlignUp(int64_t x) { return StagingAlignUp(x); }
 
 // status_codes / error_positions are the rejection-sampling outcome codes;
 // greedy_next takes the greedy pack's next tokens of a sampled batch (the
@@ -50,18 +33,6 @@ ResultLayout LayoutResults(int64_t b) {
   l.greedy_next = l.error_positions + AlignUp(4 * b);
   l.mismatch = l.greedy_next + AlignUp(4 * b);
   l.total = l.mismatch + b;
-  return l;
-}
-
-// A sampled batch's staging: parameters [b] | target rows | draft rows.
-struct SampledLayout {
-  int64_t sequences = 0, target_values = 0, draft_values = 0, total = 0;
-};
-SampledLayout LayoutSampled(int64_t b, int64_t target_bytes, int64_t draft_bytes) {
-  SampledLayout l;
-  l.target_values = AlignUp(int64_t{sizeof(SequenceSamplingParams)} * b);
-  l.draft_values = l.target_values + AlignUp(target_bytes);
-  l.total = l.draft_values + draft_bytes;
   return l;
 }
 
@@ -121,14 +92,17 @@ absl::Status CudaExecutor::Reserve() {
   SV_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device_ordinal));
   SV_ASSIGN_OR_RETURN(device_name_, CudaDeviceName(options_.device_ordinal));
   max_total_rows_ = int64_t{options_.max_batch_sequences} * options_.max_draft_tokens;
-  inputs_capacity_ =
-      LayoutInputs(options_.max_batch_sequences, max_total_rows_, options_.max_batch_kv_bytes).total;
+  StagingShape largest;
+  largest.sequences = options_.max_batch_sequences;
+  largest.draft_rows = max_total_rows_;
+  largest.kv_bytes = options_.max_batch_kv_bytes;
+  inputs_capacity_ = LayoutStaging(largest).inputs_total;
   results_capacity_ = LayoutResults(options_.max_batch_sequences).total;
   // A batch's distribution rows are part of its payload, which the batcher
   // bounds by max(--max_batch_bytes, one request <= --max_message_bytes).
   sampled_capacity_ =
-      LayoutSampled(options_.max_batch_sequences, options_.max_batch_kv_bytes, 0).total +
-      kSectionAlign;
+      AlignUp(int64_t{sizeof(SequenceSamplingParams)} * options_.max_batch_sequences) +
+      options_.max_batch_kv_bytes + kSectionAlign;
   for (int i = 0; i < options_.slots; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->index = i;
@@ -148,7 +122,6 @@ absl::Status CudaExecutor::Reserve() {
                       GreedyDispatcher::Create(config, slots_[0]->stream));
   dispatcher_ = std::make_unique<GreedyDispatcher>(std::move(dispatcher));
 
-  stage_thread_ = std::thread([this] { StageLoop(); });
   completion_thread_ = std::thread([this] { CompletionLoop(); });
   return absl::OkStatus();
 }
@@ -242,18 +215,83 @@ absl::StatusOr<std::unique_ptr<ArenaMemory>> CudaExecutor::AllocateArenaMemory(i
   return std::unique_ptr<ArenaMemory>(*std::move(memory));
 }
 
+// Gives its slot back when the batcher destroys the batch.
+class CudaExecutor::SlotLease final : public StagingLease {
+ public:
+  SlotLease(CudaExecutor* executor, Slot* slot) : executor_(executor), slot_(slot) {}
+  ~SlotLease() override { executor_->ReleaseSlot(slot_); }
+  CudaExecutor* executor() const { return executor_; }
+  Slot* slot() const { return slot_; }
+
+ private:
+  CudaExecutor* const executor_;
+  Slot* const slot_;
+};
+
+absl::StatusOr<std::unique_ptr<StagingLease>> CudaExecutor::AcquireStaging(
+    const StagingShape& shape, Batch* batch) {
+  const StagingLayout l = LayoutStaging(shape);
+  if (shape.sequences < 1 || shape.sequences > options_.max_batch_sequences ||
+      shape.draft_rows > max_total_rows_ || shape.kv_bytes > options_.max_batch_kv_bytes ||
+      l.inputs_total > inputs_capacity_ || l.sampled_total > sampled_capacity_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "batch of ", shape.sequences, " sequences, ", shape.draft_rows, " draft rows, ",
+        shape.kv_bytes, " KV bytes and ", shape.target_value_bytes + shape.draft_value_bytes,
+        " distribution bytes exceeds the CUDA executor's slot (",
+        options_.max_batch_sequences, " sequences, ", max_total_rows_, " rows, ",
+        options_.max_batch_kv_bytes, " KV bytes, ", sampled_capacity_,
+        " staged distribution bytes = max(--max_batch_bytes, --max_message_bytes))"));
+  }
+  Slot* slot = AcquireSlot();
+  ViewStagedBatch(shape, slot->pinned_inputs.as<std::byte>(),
+                  slot->pinned_sampled.as<std::byte>(), batch);
+  return std::unique_ptr<StagingLease>(new SlotLease(this, slot));
+}
+
 void CudaExecutor::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
+  Work work;
+  work.batch = std::move(batch);
+  work.done = std::move(done);
+  bool inject = false;
+  bool stopping;
+  absl::Status fault;
   {
     absl::MutexLock lock(&mu_);
-    if (!stopping_) {
-      Work work;
-      work.batch = std::move(batch);
-      work.done = std::move(done);
-      submitted_.push_back(std::move(work));
+    stopping = stopping_;
+    ++batches_staged_;
+    inject = inject_fault_ || batches_staged_ == options_.fail_batch_number_for_testing;
+    inject_fault_ = false;
+    fault = fault_;
+  }
+  if (stopping) {
+    work.done(std::move(work.batch), absl::UnavailableError("the CUDA executor has shut down"));
+    return;
+  }
+  const auto* lease = dynamic_cast<const SlotLease*>(work.batch->staging.get());
+  if (lease == nullptr || lease->executor() != this) {
+    work.status = absl::FailedPreconditionError(
+        "the batch was not staged by this CUDA executor (Backend::AcquireStaging)");
+  } else if (!fault.ok()) {
+    work.status = fault;  // a failed device never runs another batch
+  } else if (cudaError_t e = cudaSetDevice(options_.device_ordinal); e != cudaSuccess) {
+    work.status = Fail(CudaStatus(e, "cudaSetDevice (submitting thread)"));
+  } else {
+    work.slot = lease->slot();
+    if (absl::Status s = Launch(work, inject); !s.ok()) {
+      // Shape errors are the batch's own; any CUDA error takes the device out.
+      work.status = s.code() == absl::StatusCode::kInternal ? Fail(s) : s;
+    }
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    if (!completion_done_) {
+      launched_.push_back(std::move(work));
       return;
     }
   }
-  done(std::move(batch), absl::UnavailableError("the CUDA executor has shut down"));
+  // Shut down while launching: nobody will wait on the slot's event.
+  if (work.slot != nullptr) (void)cudaStreamSynchronize(work.slot->stream);
+  work.done(std::move(work.batch), absl::UnavailableError("the CUDA executor has shut down"));
 }
 
 absl::Status CudaExecutor::health() const {
@@ -271,7 +309,6 @@ void CudaExecutor::Shutdown() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  if (stage_thread_.joinable()) stage_thread_.join();
   if (completion_thread_.joinable()) completion_thread_.join();
 }
 
@@ -300,45 +337,6 @@ void CudaExecutor::ReleaseSlot(Slot* slot) {
   free_slots_.push_back(slot);
 }
 
-void CudaExecutor::StageLoop() {
-  if (cudaSetDevice(options_.device_ordinal) != cudaSuccess) {
-    (void)Fail(CudaStatus(cudaGetLastError(), "cudaSetDevice (staging thread)"));
-  }
-  for (;;) {
-    Work work;
-    bool inject = false;
-    absl::Status fault;
-    {
-      absl::MutexLock lock(&mu_);
-      const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !submitted_.empty();
-      };
-      mu_.Await(absl::Condition(&ready));
-      if (submitted_.empty()) {
-        staging_done_ = true;
-        return;
-      }
-      work = std::move(submitted_.front());
-      submitted_.pop_front();
-      ++batches_staged_;
-      inject = inject_fault_ || batches_staged_ == options_.fail_batch_number_for_testing;
-      inject_fault_ = false;
-      fault = fault_;
-    }
-    if (!fault.ok()) {
-      work.status = fault;  // a failed device never runs another batch
-    } else {
-      work.slot = AcquireSlot();
-      if (absl::Status s = Launch(work, inject); !s.ok()) {
-        // Shape errors are the batch's own; any CUDA error takes the device out.
-        work.status = s.code() == absl::StatusCode::kInternal ? Fail(s) : s;
-      }
-    }
-    absl::MutexLock lock(&mu_);
-    launched_.push_back(std::move(work));
-  }
-}
-
 absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   if (work.batch->key.mode == VerifyMode::kSampled) return LaunchSampled(work, inject_fault);
   Slot& slot = *work.slot;
@@ -347,14 +345,11 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   const int64_t rows = in.total_draft_rows();
   const int64_t row_bytes = in.row_bytes;
   const int64_t kv_bytes = rows * row_bytes;
-  if (b < 1 || b > options_.max_batch_sequences || rows > max_total_rows_ ||
-      kv_bytes > options_.max_batch_kv_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "batch of ", b, " sequences, ", rows, " draft rows and ", kv_bytes,
-        " KV bytes exceeds the CUDA executor's slot (", options_.max_batch_sequences,
-        " sequences, ", max_total_rows_, " rows, ", options_.max_batch_kv_bytes, " bytes)"));
-  }
-  const InputLayout il = LayoutInputs(b, rows, kv_bytes);
+  StagingShape shape;
+  shape.sequences = b;
+  shape.draft_rows = rows;
+  shape.kv_bytes = kv_bytes;
+  const StagingLayout il = LayoutStaging(shape);
   const ResultLayout rl = LayoutResults(b);
   std::byte* const pin = slot.pinned_inputs.as<std::byte>();
   std::byte* const dev = slot.device_inputs.as<std::byte>();
@@ -376,12 +371,9 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   d.max_gamma = in.max_gamma();
   SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(d, slot.scratch.view));
 
-  // Staging: host arrays into the slot's pinned buffer, then one H2D copy.
-  std::memcpy(pin + il.offsets, in.draft_offsets.data(), sizeof(int32_t) * (b + 1));
-  std::memcpy(pin + il.draft_tokens, in.draft_tokens.data(), sizeof(int32_t) * rows);
-  std::memcpy(pin + il.target_tokens, in.target_tokens.data(), sizeof(int32_t) * (rows + b));
-  if (kv_bytes > 0) std::memcpy(pin + il.draft_kv, in.draft_kv.data(), kv_bytes);
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.total),
+  // The batch builder wrote the inputs into the slot's pinned buffer: one
+  // H2D copy moves them.
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_total),
                                           cudaMemcpyHostToDevice, slot.stream));
 
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
@@ -394,10 +386,28 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   SV_CUDA_RETURN_IF_ERROR(
       dispatcher_->Launch(d, slot.scratch.view, slot.stream, &work.path));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+  return CopyBack(work, il.draft_kv, rl.total);
+}
 
-  work.results_bytes = rl.total;
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(), res,
-                                          static_cast<size_t>(rl.total),
+absl::Status CudaExecutor::CopyBack(Work& work, int64_t kv_section_offset,
+                                    int64_t results_bytes) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  const int64_t kv_bytes = batch.inputs.total_draft_rows() * batch.inputs.row_bytes;
+  if (batch.wants_host_rows && kv_bytes > 0) {
+    // The packed rows of inline answers, into the pinned draft-KV section
+    // the H2D copy above has finished reading (same stream): the batcher
+    // copies each request's rows from there into its response, the one host
+    // copy on the way out. The upper bound moves: its size on the device is
+    // not known to the host without a second sync.
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_inputs.as<std::byte>() + kv_section_offset,
+                                            batch.packed_kv, static_cast<size_t>(kv_bytes),
+                                            cudaMemcpyDeviceToHost, slot.stream));
+  }
+  work.results_bytes = results_bytes;
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(),
+                                          slot.device_results.data(),
+                                          static_cast<size_t>(results_bytes),
                                           cudaMemcpyDeviceToHost, slot.stream));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.completed, slot.stream));
   return absl::OkStatus();
@@ -413,17 +423,19 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   const int64_t kv_bytes = rows * row_bytes;
   const int64_t target_bytes = static_cast<int64_t>(batch.sampled.target_values.size());
   const int64_t draft_bytes = static_cast<int64_t>(batch.sampled.draft_values.size());
-  const SampledLayout sl = LayoutSampled(b, target_bytes, draft_bytes);
-  if (b < 1 || b > options_.max_batch_sequences || rows > max_total_rows_ ||
-      kv_bytes > options_.max_batch_kv_bytes || sl.total > sampled_capacity_ ||
-      batch.key.vocab_size > kMaxSampledVocabSize) {
+  StagingShape shape;
+  shape.sequences = b;
+  shape.draft_rows = rows;
+  shape.kv_bytes = kv_bytes;
+  shape.sampled = true;
+  shape.target_value_bytes = target_bytes;
+  shape.draft_value_bytes = draft_bytes;
+  const StagingLayout il = LayoutStaging(shape);
+  const StagingLayout& sl = il;
+  if (batch.key.vocab_size > kMaxSampledVocabSize) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "sampled batch of ", b, " sequences, ", rows, " draft rows, ", kv_bytes,
-        " KV bytes, ", target_bytes + draft_bytes, " distribution bytes and vocab ",
-        batch.key.vocab_size, " exceeds the CUDA executor's slot (",
-        options_.max_batch_sequences, " sequences, ", max_total_rows_, " rows, ",
-        options_.max_batch_kv_bytes, " KV bytes, ", sampled_capacity_,
-        " staged distribution bytes = max(--max_batch_bytes, --max_message_bytes), vocab ",
+        "sampled batch with vocab ", batch.key.vocab_size,
+        " exceeds the CUDA executor's rejection-sampling scratch (vocab ",
         kMaxSampledVocabSize, ")"));
   }
   // The host view (outputs into the batch's host results) for the checks the
@@ -431,7 +443,6 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   const RejectionSampleParams host = SampledHostParams(batch);
   SV_RETURN_IF_ERROR(ValidateRejectionBatch(host));
 
-  const InputLayout il = LayoutInputs(b, rows, kv_bytes);
   const ResultLayout rl = LayoutResults(b);
   std::byte* const pin = slot.pinned_inputs.as<std::byte>();
   std::byte* const dev = slot.device_inputs.as<std::byte>();
@@ -472,20 +483,12 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   g.max_gamma = in.max_gamma();
   SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(g, slot.scratch.view));
 
-  // Staging: two pinned buffers, two H2D copies (the target-token section of
-  // the inputs is written by the sampling kernel, not copied).
-  std::memcpy(pin + il.offsets, in.draft_offsets.data(), sizeof(int32_t) * (b + 1));
-  std::memcpy(pin + il.draft_tokens, in.draft_tokens.data(), sizeof(int32_t) * rows);
-  if (kv_bytes > 0) std::memcpy(pin + il.draft_kv, in.draft_kv.data(), kv_bytes);
-  std::memcpy(spin + sl.sequences, batch.sampled.sequences.data(),
-              sizeof(SequenceSamplingParams) * b);
-  std::memcpy(spin + sl.target_values, batch.sampled.target_values.data(), target_bytes);
-  if (draft_bytes > 0) {
-    std::memcpy(spin + sl.draft_values, batch.sampled.draft_values.data(), draft_bytes);
-  }
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.total),
+  // The batch builder wrote both sections into the slot's pinned buffers:
+  // two H2D copies (the target-token section of the inputs is written by the
+  // sampling kernel; it travels uninitialized and is overwritten).
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_total),
                                           cudaMemcpyHostToDevice, slot.stream));
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sdev, spin, static_cast<size_t>(sl.total),
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sdev, spin, static_cast<size_t>(sl.sampled_total),
                                           cudaMemcpyHostToDevice, slot.stream));
 
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
@@ -496,13 +499,7 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
   SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
-
-  work.results_bytes = rl.total;
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(), res,
-                                          static_cast<size_t>(rl.total),
-                                          cudaMemcpyDeviceToHost, slot.stream));
-  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.completed, slot.stream));
-  return absl::OkStatus();
+  return CopyBack(work, il.draft_kv, rl.total);
 }
 
 absl::Status CudaExecutor::Finish(Work& work) {
@@ -537,6 +534,12 @@ absl::Status CudaExecutor::Finish(Work& work) {
   }
   batch.device_time = absl::Microseconds(static_cast<double>(ms) * 1000.0);
   batch.verified = true;
+  if (batch.wants_host_rows && batch.inputs.row_bytes > 0) {
+    StagingShape shape;
+    shape.sequences = b;
+    shape.draft_rows = batch.inputs.total_draft_rows();
+    batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(shape).draft_kv;
+  }
   return absl::OkStatus();
 }
 
@@ -549,10 +552,13 @@ void CudaExecutor::CompletionLoop() {
     {
       absl::MutexLock lock(&mu_);
       const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return staging_done_ || !launched_.empty();
+        return stopping_ || !launched_.empty();
       };
       mu_.Await(absl::Condition(&ready));
-      if (launched_.empty()) return;
+      if (launched_.empty()) {
+        completion_done_ = true;
+        return;
+      }
       work = std::move(launched_.front());
       launched_.pop_front();
     }
@@ -564,10 +570,9 @@ void CudaExecutor::CompletionLoop() {
       // Another batch may have faulted the device meanwhile: its results
       // cannot be trusted either.
       if (status.ok()) status = health();
-      ReleaseSlot(work.slot);
     }
-    // The slot is free before `done` runs: the batcher may submit the next
-    // batch from inside it.
+    // The slot goes back with the batch's staging lease, once the batcher
+    // has read the results (and inline rows) out of it.
     work.done(std::move(work.batch), std::move(status));
   }
 }

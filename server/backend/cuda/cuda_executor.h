@@ -7,16 +7,21 @@
 // Pipeline. Every device buffer, pinned buffer, stream, event and kernel
 // scratch is reserved at start-up for the configured limits; nothing is
 // allocated per batch. A batch goes through:
-//   Submit (batcher thread)  -> queue, returns at once
-//   staging thread           -> takes a free slot, copies the ragged inputs
-//                               into the slot's pinned buffer, then on the
-//                               slot's stream: one H2D copy, event, the
-//                               kernel(s), event, one D2H copy of the results,
-//                               completion event
+//   AcquireStaging (batcher) -> takes a free slot; the batch's arrays view
+//                               the slot's pinned buffers, and the batch
+//                               builder copies the requests' payload into
+//                               them (the one host copy)
+//   Submit (same thread)     -> on the slot's stream, all asynchronous: one
+//                               H2D copy per section, event, the kernel(s),
+//                               event, one D2H copy of the results (and of
+//                               the packed rows into the slot's pinned
+//                               buffer when a request takes them inline),
+//                               completion event; returns at once
 //   completion thread        -> waits on the completion event (the one sync
 //                               of a batch), checks the stream's error, copies
-//                               the pinned results into the Batch, frees the
-//                               slot, calls `done`
+//                               the pinned results into the Batch, calls
+//                               `done`; the slot goes back when the batcher
+//                               destroys the batch (its StagingLease)
 // With two or more slots (each its own stream, pinned staging, device inputs
 // and results, events and GreedyScratch) the staging of batch N+1 and the
 // completion work of batch N-1 overlap the execution of batch N.
@@ -71,6 +76,12 @@ class CudaExecutor final : public Backend {
   BackendDescription Describe() const override;
   absl::StatusOr<std::unique_ptr<ArenaMemory>> AllocateArenaMemory(int64_t bytes) override;
   int max_batches_in_flight() const override { return options_.slots; }
+  // A free slot's pinned buffers. RESOURCE_EXHAUSTED naming the slot limits
+  // when the shape exceeds them.
+  absl::StatusOr<std::unique_ptr<StagingLease>> AcquireStaging(const StagingShape& shape,
+                                                                Batch* batch) override;
+  // Launches on the calling thread (asynchronous CUDA calls only).
+  // REQUIRES: batch->staging came from this executor's AcquireStaging.
   void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
   absl::Status health() const override;
   void Shutdown() override;
@@ -89,7 +100,10 @@ class CudaExecutor final : public Backend {
     cudaEvent_t kernel_start = nullptr;
     cudaEvent_t kernel_stop = nullptr;
     cudaEvent_t completed = nullptr;
-    PinnedBuffer pinned_inputs;   // offsets | draft tokens | target tokens | draft KV
+    // offsets | draft tokens | target tokens | draft KV (staging.h); after
+    // the H2D copy the draft-KV section takes the packed rows back for
+    // inline answers (Batch::packed_kv_host).
+    PinnedBuffer pinned_inputs;
     DeviceBuffer device_inputs;   // same layout
     DeviceBuffer device_results;  // accepted | next | packed offsets | mismatch
     PinnedBuffer pinned_results;  // same layout
@@ -102,6 +116,7 @@ class CudaExecutor final : public Backend {
     DeviceBuffer rejection_scratch_memory;
     RejectionScratch rejection_scratch;
   };
+  class SlotLease;
   // A batch on its way through the pipeline.
   struct Work {
     std::unique_ptr<Batch> batch;
@@ -115,13 +130,15 @@ class CudaExecutor final : public Backend {
   explicit CudaExecutor(const CudaExecutorOptions& options);
   absl::Status Reserve();
   absl::Status ReserveSlot(Slot& slot);
-  void StageLoop();
   void CompletionLoop();
   // Stages and launches `work` on its slot; an error status is a device fault.
   absl::Status Launch(Work& work, bool inject_fault);
   // A sampled batch: LaunchRejectionSample, then the greedy verify-and-pack
   // on its greedy_target_tokens (the accepted KV rows), one D2H of results.
   absl::Status LaunchSampled(Work& work, bool inject_fault);
+  // Queues the D2H copies of the results (and of the packed rows for inline
+  // answers) and the completion event.
+  absl::Status CopyBack(Work& work, int64_t kv_section_offset, int64_t results_bytes);
   // Copies results out of the slot after the batch's completion event.
   absl::Status Finish(Work& work);
   // Records the first device fault; returns the sticky status.
@@ -140,16 +157,14 @@ class CudaExecutor final : public Backend {
   std::vector<std::unique_ptr<Slot>> slots_;
 
   mutable absl::Mutex mu_;
-  std::deque<Work> submitted_ ABSL_GUARDED_BY(mu_);
   std::deque<Work> launched_ ABSL_GUARDED_BY(mu_);
   std::vector<Slot*> free_slots_ ABSL_GUARDED_BY(mu_);
   absl::Status fault_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool staging_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool completion_done_ ABSL_GUARDED_BY(mu_) = false;
   int64_t batches_staged_ ABSL_GUARDED_BY(mu_) = 0;
   bool inject_fault_ ABSL_GUARDED_BY(mu_) = false;
 
-  std::thread stage_thread_;
   std::thread completion_thread_;
 };
 

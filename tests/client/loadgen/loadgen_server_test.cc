@@ -203,7 +203,7 @@ TEST_F(LoadgenServerTest, TransportCeilingAgainstTheNoopServer) {
   EXPECT_GT(ratio.p99_ratio, 0);
   // The server's limits come with GetServerInfo, so the report can judge the
   // service target (met or missed depends on the machine, not asserted).
-  EXPECT_GT(report->server.max_queue_delay_us, 0);
+  EXPECT_GE(report->server.max_queue_delay_us, 0);
   EXPECT_THAT(FormatJson(*report), ::testing::HasSubstr("\"meets_target\":"));
 }
 

@@ -119,7 +119,7 @@ TEST(ServerOptionsTest, ConfigFileErrorsNameFileAndLine) {
 TEST(ServerOptionsTest, HelpListsEveryFlagWithDefault) {
   const std::string help = FlagsHelp();
   EXPECT_THAT(help, HasSubstr("--metrics_address (default \"0.0.0.0:9401\")"));
-  EXPECT_THAT(help, HasSubstr("--max_queue_delay_us (default \"200\")"));
+  EXPECT_THAT(help, HasSubstr("--max_queue_delay_us (default \"0\")"));
   EXPECT_TRUE(ParseServerFlags({"--help"})->help);
 }
 

@@ -12,6 +12,7 @@
 #include "server/backend/backend_factory.h"
 #include "kernels/workload/greedy_workload.h"
 #include "server/backend/noop_backend.h"
+#include "tests/server/testing/staged_batch.h"
 #include "tests/testing/byte_compare.h"
 #include "tests/testing/status_matchers.h"
 
@@ -24,16 +25,11 @@ using ::specverify::testing::StatusIs;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-std::unique_ptr<Batch> BatchOf(const GreedyWorkload& w, ArenaMemory& arena) {
-  auto batch = std::make_unique<Batch>();
-  batch->inputs.draft_offsets = w.draft_offsets;
-  batch->inputs.draft_tokens = w.draft_tokens;
-  batch->inputs.target_tokens = w.target_tokens;
-  batch->inputs.draft_kv = w.draft_kv;
-  batch->inputs.row_bytes = w.row_bytes();
-  batch->key.row_bytes = w.row_bytes();
-  batch->packed_kv = w.row_bytes() > 0 ? arena.base() : nullptr;
-  return batch;
+std::unique_ptr<Batch> BatchOf(Backend& backend, const GreedyWorkload& w, ArenaMemory& arena) {
+  absl::StatusOr<std::unique_ptr<Batch>> batch =
+      testing::StageGreedyWorkload(backend, w, arena.base());
+  EXPECT_THAT(batch, IsOk());
+  return *std::move(batch);
 }
 
 // Runs one batch and returns it with its status, checking the completion
@@ -75,7 +71,7 @@ TEST_P(CpuBackendTest, MatchesTheOracleOnEveryPath) {
   std::unique_ptr<CpuBackend> backend = *CpuBackend::Create(options);
   std::unique_ptr<ArenaMemory> arena =
       *backend->AllocateArenaMemory(std::max<int64_t>(1, w.total_draft_rows() * w.row_bytes()));
-  auto [batch, status] = RunBatch(*backend, BatchOf(w, *arena));
+  auto [batch, status] = RunBatch(*backend, BatchOf(*backend, w, *arena));
   ASSERT_THAT(status, IsOk());
   EXPECT_THAT(batch->results.accepted_lengths, ElementsAreArray(w.expected.accepted_lengths));
   EXPECT_THAT(batch->results.next_tokens, ElementsAreArray(w.expected.next_tokens));
@@ -106,7 +102,7 @@ TEST(NoopBackendTest, CountsRowsVerifiesNothing) {
   NoopBackend backend;
   std::unique_ptr<ArenaMemory> arena = *backend.AllocateArenaMemory(4096);
   EXPECT_FALSE(backend.Describe().verifies);
-  auto [batch, status] = RunBatch(backend, BatchOf(w, *arena));
+  auto [batch, status] = RunBatch(backend, BatchOf(backend, w, *arena));
   ASSERT_THAT(status, IsOk());
   int32_t rows = 0;
   for (int i = 0; i < 9; ++i) {
@@ -136,7 +132,7 @@ TEST(CpuBackendShutdownTest, SubmitAfterShutdownIsUnavailable) {
   const GreedyWorkload w = *GenerateGreedyWorkload(o);
   std::unique_ptr<ArenaMemory> arena = *backend->AllocateArenaMemory(64);
   absl::Status status;
-  backend->Submit(BatchOf(w, *arena), [&](std::unique_ptr<Batch>, absl::Status s) { status = s; });
+  backend->Submit(BatchOf(*backend, w, *arena), [&](std::unique_ptr<Batch>, absl::Status s) { status = s; });
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
 }
 

@@ -1,6 +1,10 @@
 // Batcher unit tests. The batcher runs without its thread; each test drives
 // RunOnce() under a FakeClock, so timing is exact and nothing sleeps. Batches
 // execute on the (real, CPU) backend's thread; tests wait for completions.
+//
+// The fixture's batcher waits (preferred size = the batch limit, delay
+// kDelay) and does not dispatch on enqueue, so tests decide when RunOnce
+// forms batches; the latency-first tests at the end use the defaults.
 #include "server/batcher/batcher.h"
 
 #include <memory>
@@ -55,8 +59,15 @@ class BatcherTest : public ::testing::Test {
     }
   }
 
+  // The server's defaults: a free slot takes whatever is queued, at once,
+  // on the enqueuing thread; `preferred` > 0 adds the optional wait.
+  void MakeLatencyFirst(int32_t preferred = 0, int32_t max_batch_sequences = 16) {
+    Make(max_batch_sequences, 1 << 20, 64, 1 << 20, /*latency_first=*/true, preferred);
+  }
+
   void Make(int32_t max_batch_sequences = 16, int64_t max_batch_bytes = 1 << 20,
-            int32_t max_queue_sequences = 64, int64_t arena_bytes = 1 << 20) {
+            int32_t max_queue_sequences = 64, int64_t arena_bytes = 1 << 20,
+            bool latency_first = false, int32_t preferred = 0) {
     KvArenaOptions a;
     a.metrics = &metrics_;
     a.clock = &clock_;
@@ -65,13 +76,15 @@ class BatcherTest : public ::testing::Test {
     BatcherOptions o;
     o.max_batch_sequences = max_batch_sequences;
     o.max_batch_bytes = max_batch_bytes;
-    o.max_queue_delay = kDelay;
+    o.preferred_batch_sequences = latency_first ? preferred : max_batch_sequences;
+    o.max_queue_delay = latency_first && preferred == 0 ? absl::ZeroDuration() : kDelay;
     o.max_queue_sequences = max_queue_sequences;
     o.backend = &backend_;
     o.arena = arena_.get();
     o.metrics = &metrics_;
     o.clock = &clock_;
     o.start_thread = false;
+    o.dispatch_on_enqueue = latency_first;
     o.on_backend_failure = [this](const absl::Status& s) { failure_ = s; };
     batcher_ = *Batcher::Create(o);
   }
@@ -395,6 +408,7 @@ TEST_F(BatcherTest, ThreadedModeFlushesOnRealTime) {
   a.reap_interval = absl::ZeroDuration();
   arena_ = *KvArena::Create(*backend_.AllocateArenaMemory(1 << 20), a);
   BatcherOptions o;
+  o.preferred_batch_sequences = o.max_batch_sequences;  // the timer path
   o.max_queue_delay = absl::Microseconds(100);
   o.backend = &backend_;
   o.arena = arena_.get();
@@ -426,6 +440,113 @@ TEST_F(BatcherTest, ThreadedModeFlushesOnRealTime) {
   }
 }
 
+// ---- latency first (issue #12) -------------------------------------------
+
+TEST_F(BatcherTest, IdleBatcherDispatchesOnTheEnqueuingThreadWithoutWaiting) {
+  MakeLatencyFirst();
+  Call a;
+  ASSERT_THAT(Enqueue(a, 0, 3), IsOk());
+  // No RunOnce, no clock movement: Enqueue itself formed and submitted it.
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(3));
+  a.answered.WaitForNotification();
+  ASSERT_THAT(a.status, IsOk());
+  EXPECT_THAT(Check(a, v1::KV_RETURN_HANDLE), IsOk());
+  EXPECT_EQ(a.response.timing().queue_ns(), 0);
+  EXPECT_EQ(a.response.timing().batch_requests(), 1);
+  EXPECT_EQ(batcher_->queued_sequences(), 0);
+}
+
+TEST_F(BatcherTest, BusySlotsAccumulateOneBatchForTheNextFreeSlot) {
+  MakeLatencyFirst();
+  backend_.Pause();
+  Call a, b, c, d, e;
+  ASSERT_THAT(Enqueue(a, 0, 1), IsOk());  // slot 1
+  ASSERT_THAT(Enqueue(b, 1, 2), IsOk());  // slot 2: the CPU backend allows 2
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(1, 2));
+  ASSERT_THAT(Enqueue(c, 3, 2), IsOk());  // every slot busy: these wait
+  clock_.Advance(absl::Microseconds(7));
+  ASSERT_THAT(Enqueue(d, 5, 1), IsOk());
+  ASSERT_THAT(Enqueue(e, 6, 3), IsOk());
+  EXPECT_EQ(batcher_->queued_sequences(), 6);
+  // No timer while they wait for a slot: a completion wakes the loop.
+  EXPECT_EQ(batcher_->RunOnce(), absl::InfiniteFuture());
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(1, 2));
+  backend_.Resume();
+  a.answered.WaitForNotification();
+  b.answered.WaitForNotification();
+  clock_.Advance(absl::Microseconds(3));
+  batcher_->RunOnce();  // what the loop does when a completion wakes it
+  for (Call* call : {&c, &d, &e}) {
+    call->answered.WaitForNotification();
+    ASSERT_THAT(call->status, IsOk());
+    EXPECT_THAT(Check(*call, v1::KV_RETURN_HANDLE), IsOk());
+    EXPECT_EQ(call->response.timing().batch_requests(), 3);
+  }
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(1, 2, 6));
+  EXPECT_EQ(c.response.timing().queue_ns(), 10'000);
+  EXPECT_EQ(d.response.timing().queue_ns(), 3'000);
+}
+
+TEST_F(BatcherTest, BelowThePreferredSizeABatchWaitsAtMostTheDelay) {
+  MakeLatencyFirst(/*preferred=*/4);
+  Call a, b, c;
+  ASSERT_THAT(Enqueue(a, 0, 1), IsOk());
+  EXPECT_TRUE(backend_.batch_sequences().empty());  // 1 < 4: waits
+  EXPECT_EQ(batcher_->RunOnce(), clock_.Now() + kDelay);
+  ASSERT_THAT(Enqueue(b, 1, 3), IsOk());  // 4 reached: goes on this thread
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(4));
+  a.answered.WaitForNotification();
+  b.answered.WaitForNotification();
+  EXPECT_EQ(a.response.timing().batch_requests(), 2);
+  // A lone small request goes when its delay is up.
+  ASSERT_THAT(Enqueue(c, 4, 2), IsOk());
+  clock_.Advance(kDelay - absl::Microseconds(1));
+  batcher_->RunOnce();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(4));
+  clock_.Advance(absl::Microseconds(1));
+  batcher_->RunOnce();
+  c.answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(4, 2));
+  EXPECT_EQ(c.response.timing().queue_ns(), absl::ToInt64Nanoseconds(kDelay));
+  EXPECT_THAT(Check(c, v1::KV_RETURN_HANDLE), IsOk());
+}
+
+TEST_F(BatcherTest, AcrossKeysTheOldestHeadGoesFirstSoNoKeyStarves) {
+  MakeLatencyFirst(/*preferred=*/0, /*max_batch_sequences=*/2);
+  backend_.Pause();
+  Call a1, a2, b1, a3, a4, a5;
+  const auto enqueue = [&](Call& call, int first, int vocab) {
+    ASSERT_THAT(Enqueue(call, first, 2, v1::KV_RETURN_HANDLE, absl::InfiniteFuture(), nullptr,
+                        vocab),
+                IsOk());
+    clock_.Advance(absl::Microseconds(1));
+  };
+  enqueue(a1, 0, 1000);  // both slots taken by key A
+  enqueue(a2, 2, 1000);
+  enqueue(b1, 4, 2000);  // key B, older than what key A queues next
+  enqueue(a3, 6, 1000);
+  enqueue(a4, 8, 1000);
+  enqueue(a5, 10, 1000);
+  EXPECT_EQ(batcher_->queued_sequences(), 8);
+  backend_.Resume();
+  a1.answered.WaitForNotification();
+  a2.answered.WaitForNotification();
+  // Two slots free: B's head is the oldest, so B goes before key A's backlog.
+  batcher_->RunOnce();
+  b1.answered.WaitForNotification();
+  a3.answered.WaitForNotification();
+  batcher_->RunOnce();
+  a4.answered.WaitForNotification();
+  a5.answered.WaitForNotification();
+  EXPECT_THAT(backend_.batch_sequences(), ElementsAre(2, 2, 2, 2, 2, 2));
+  EXPECT_THAT(backend_.batch_vocab_sizes(), ElementsAre(1000, 1000, 2000, 1000, 1000, 1000));
+  EXPECT_EQ(b1.response.timing().queue_ns(), 4'000);
+  for (Call* call : {&a1, &a2, &b1, &a3, &a4, &a5}) {
+    ASSERT_THAT(call->status, IsOk());
+    EXPECT_THAT(Check(*call, v1::KV_RETURN_HANDLE), IsOk());
+  }
+}
+
 TEST(BatcherCreateTest, RejectsInconsistentOptions) {
   ControllableBackend backend;
   NoopServerMetrics metrics;
@@ -446,6 +567,10 @@ TEST(BatcherCreateTest, RejectsInconsistentOptions) {
   EXPECT_THAT(Batcher::Create(o), StatusIs(absl::StatusCode::kInvalidArgument,
                                            HasSubstr("max_queue_sequences is 32")));
   o.max_queue_sequences = 64;
+  o.preferred_batch_sequences = 65;
+  EXPECT_THAT(Batcher::Create(o), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("preferred_batch_sequences is 65")));
+  o.preferred_batch_sequences = 0;
   o.backend = nullptr;
   EXPECT_THAT(Batcher::Create(o), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("backend")));
 }

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "kernels/greedy/greedy_dispatch.h"
 #include "kernels/workload/greedy_workload.h"
+#include "tests/server/testing/staged_batch.h"
 #include "tests/testing/byte_compare.h"
 #include "tests/testing/greedy_grid.h"
 #include "tests/testing/status_matchers.h"
@@ -45,18 +46,13 @@ CudaExecutorOptions SmallOptions(int64_t threshold) {
   return o;
 }
 
-std::unique_ptr<Batch> MakeBatch(const GreedyWorkload& w, ArenaMemory& arena, int64_t offset,
-                                 uint64_t id) {
-  auto batch = std::make_unique<Batch>();
-  batch->id = id;
-  batch->key.row_bytes = w.row_bytes();
-  batch->inputs.draft_offsets = w.draft_offsets;
-  batch->inputs.draft_tokens = w.draft_tokens;
-  batch->inputs.target_tokens = w.target_tokens;
-  batch->inputs.draft_kv = w.draft_kv;
-  batch->inputs.row_bytes = w.row_bytes();
-  batch->packed_kv = w.row_bytes() > 0 ? arena.base() + offset : nullptr;
-  return batch;
+// Staged into one of the executor's slots, as the batcher stages requests.
+std::unique_ptr<Batch> MakeBatch(CudaExecutor& executor, const GreedyWorkload& w,
+                                 ArenaMemory& arena, int64_t offset, uint64_t id) {
+  absl::StatusOr<std::unique_ptr<Batch>> batch =
+      testing::StageGreedyWorkload(executor, w, arena.base() + offset, id);
+  EXPECT_THAT(batch, IsOk());
+  return *std::move(batch);
 }
 
 // Runs one batch to completion.
@@ -65,10 +61,14 @@ struct Outcome {
   absl::Status status;
   std::thread::id completion_thread;
 };
-Outcome RunBatch(CudaExecutor& executor, std::unique_ptr<Batch> batch) {
+// Like the batcher, gives the slot back (the batch's staging) once the
+// results are in, unless the test reads the slot's pinned rows.
+Outcome RunBatch(CudaExecutor& executor, std::unique_ptr<Batch> batch,
+                 bool keep_staging = false) {
   Outcome out;
   absl::Notification done;
   executor.Submit(std::move(batch), [&](std::unique_ptr<Batch> b, absl::Status s) {
+    if (!keep_staging) b->staging.reset();
     out.batch = std::move(b);
     out.status = std::move(s);
     out.completion_thread = std::this_thread::get_id();
@@ -157,7 +157,7 @@ TEST_P(CudaExecutorPathTest, MatchesOracleOverTheGridWithThePathForced) {
     // must not depend on more.
     const int64_t offset = 256 * (id % 3);
     PoisonArena(**arena, offset, w->total_draft_rows() * w->row_bytes());
-    Outcome out = RunBatch(**executor, MakeBatch(*w, **arena, offset, ++id));
+    Outcome out = RunBatch(**executor, MakeBatch(**executor, *w, **arena, offset, ++id));
     ASSERT_THAT(out.status, IsOk());
     EXPECT_EQ(out.batch->path, want);
     EXPECT_TRUE(out.batch->verified);
@@ -205,11 +205,14 @@ TEST(CudaExecutorTest, OverlappingBatchesInThreeSlotsAllMatchTheOracle) {
   int completed = 0;
   bool fused = false, two_step = false;
   for (int i = 0; i < kBatches; ++i) {
-    (*executor)->Submit(MakeBatch(workloads[i], **arena, i * kStride, i),
+    (*executor)->Submit(MakeBatch(**executor, workloads[i], **arena, i * kStride, i),
                         [&, i](std::unique_ptr<Batch> b, absl::Status s) {
                           absl::MutexLock lock(&mu);
                           fused |= b->path == ExecutionPathLabel::kFused;
                           two_step |= b->path == ExecutionPathLabel::kTwoStep;
+                          // The slot goes back with the staging, as the
+                          // batcher gives it back after reading results.
+                          b->staging.reset();
                           done[i] = std::move(b);
                           statuses[i] = std::move(s);
                           ++completed;
@@ -255,18 +258,18 @@ TEST(CudaExecutorTest, InjectedFaultFailsTheBatchAndEveryLaterOneStickily) {
   const GreedyWorkload w = *GenerateGreedyWorkload(wo);
 
   PoisonArena(**arena, 0, w.total_draft_rows() * w.row_bytes());
-  Outcome first = RunBatch(**executor, MakeBatch(w, **arena, 0, 1));
+  Outcome first = RunBatch(**executor, MakeBatch(**executor, w, **arena, 0, 1));
   ASSERT_THAT(first.status, IsOk());
   EXPECT_TRUE(MatchesOracle(w, *first.batch, **arena, 0));
   EXPECT_THAT((*executor)->health(), IsOk());
 
-  Outcome second = RunBatch(**executor, MakeBatch(w, **arena, 0, 2));
+  Outcome second = RunBatch(**executor, MakeBatch(**executor, w, **arena, 0, 2));
   EXPECT_THAT(second.status, StatusIs(absl::StatusCode::kInternal,
                                       HasSubstr("cudaErrorInvalidMemcpyDirection")));
   EXPECT_THAT((*executor)->health(),
               StatusIs(absl::StatusCode::kInternal, HasSubstr("out of service")));
   // Sticky: a later batch never runs, whatever the device would now do.
-  Outcome third = RunBatch(**executor, MakeBatch(w, **arena, 0, 3));
+  Outcome third = RunBatch(**executor, MakeBatch(**executor, w, **arena, 0, 3));
   EXPECT_THAT(third.status, StatusIs(absl::StatusCode::kInternal,
                                      HasSubstr("cudaErrorInvalidMemcpyDirection")));
   EXPECT_TRUE(third.batch->results.accepted_lengths.empty());
@@ -283,7 +286,7 @@ TEST(CudaExecutorTest, ExplicitFaultHookFailsTheNextBatch) {
   wo.num_sequences = 4;
   const GreedyWorkload w = *GenerateGreedyWorkload(wo);
   (*executor)->InjectFaultForTesting();
-  EXPECT_THAT(RunBatch(**executor, MakeBatch(w, **arena, 0, 1)).status,
+  EXPECT_THAT(RunBatch(**executor, MakeBatch(**executor, w, **arena, 0, 1)).status,
               StatusIs(absl::StatusCode::kInternal, HasSubstr("cuda:0")));
   EXPECT_FALSE((*executor)->health().ok());
 }
@@ -301,9 +304,13 @@ TEST(CudaExecutorTest, BatchLargerThanTheSlotsFailsAloneWithoutAFault) {
   GreedyWorkloadOptions wo;
   wo.num_sequences = 16;
   const GreedyWorkload w = *GenerateGreedyWorkload(wo);
-  EXPECT_THAT(RunBatch(**executor, MakeBatch(w, **arena, 0, 1)).status,
+  // Refused when staging is asked for: no slot is taken, nothing launched.
+  EXPECT_THAT(testing::StageGreedyWorkload(**executor, w, (*arena)->base()),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("16 sequences")));
   EXPECT_THAT((*executor)->health(), IsOk());
+  wo.num_sequences = 4;
+  const GreedyWorkload fits = *GenerateGreedyWorkload(wo);
+  EXPECT_THAT(RunBatch(**executor, MakeBatch(**executor, fits, **arena, 0, 2)).status, IsOk());
 }
 
 TEST(CudaExecutorTest, StartUpOutOfMemoryNamesTheFlagToLower) {
@@ -352,11 +359,49 @@ TEST(CudaExecutorTest, SubmitAfterShutdownIsUnavailable) {
   GreedyWorkloadOptions wo;
   const GreedyWorkload w = *GenerateGreedyWorkload(wo);
   auto batch = std::make_unique<Batch>();
-  batch->inputs.draft_offsets = w.draft_offsets;
   absl::Status status;
   (*executor)->Submit(std::move(batch),
                       [&](std::unique_ptr<Batch>, absl::Status s) { status = std::move(s); });
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+}
+
+TEST(CudaExecutorTest, InlineRowsComeBackInPinnedMemoryWithTheResults) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 22);
+  ASSERT_THAT(arena, IsOk());
+  GreedyWorkloadOptions wo;
+  wo.num_sequences = 12;
+  wo.gamma_min = 1;
+  wo.gamma_max = 12;
+  wo.row_bytes = 4096;
+  wo.seed = 5;
+  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+  std::unique_ptr<Batch> batch = MakeBatch(**executor, w, **arena, 0, 1);
+  batch->wants_host_rows = true;
+  Outcome out = RunBatch(**executor, std::move(batch), /*keep_staging=*/true);
+  ASSERT_THAT(out.status, IsOk());
+  ASSERT_NE(out.batch->packed_kv_host, nullptr);
+  EXPECT_TRUE(::specverify::testing::BytesEqual(
+      std::span<const std::byte>(out.batch->packed_kv_host, w.expected.packed_kv.size()),
+      w.expected.packed_kv));
+  // Without the ask, no copy and no pointer.
+  Outcome plain = RunBatch(**executor, MakeBatch(**executor, w, **arena, 0, 2));
+  ASSERT_THAT(plain.status, IsOk());
+  EXPECT_EQ(plain.batch->packed_kv_host, nullptr);
+}
+
+TEST(CudaExecutorTest, ABatchNotStagedByTheExecutorIsRefused) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  Outcome out = RunBatch(**executor, std::make_unique<Batch>());
+  EXPECT_THAT(out.status, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                   HasSubstr("not staged by this CUDA executor")));
+  EXPECT_THAT((*executor)->health(), IsOk());
 }
 
 }  // namespace

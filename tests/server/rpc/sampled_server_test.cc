@@ -51,6 +51,7 @@ class RecordingMetrics final : public ServerMetrics {
   void SetInFlightSequences(int64_t) override {}
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
+  void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
   void OnDeviceError() override {}
   void SetServing(bool) override {}
   std::vector<BatchReport> batches() {
@@ -158,6 +159,15 @@ TEST_P(SampledServerTest, VerifyMatchesTheReferenceForEveryDtypeKindAndDraftOpti
           EXPECT_THAT(CheckSampledResponse(w, r, settings, expected, *answers[r]), IsOk());
           EXPECT_EQ(answers[r]->timing().path(), v1::EXECUTION_PATH_SAMPLING);
           EXPECT_TRUE(answers[r]->exact());
+          // One host copy of the payload: tokens, distribution rows, KV rows.
+          const v1::VerifyRequest request = *BuildSampledRequest(w, r, settings);
+          int64_t payload = 0;
+          for (const v1::SequenceDraft& seq : request.sequences()) {
+            payload += 4 * seq.draft_tokens_size() + seq.draft_kv().data().size() +
+                       seq.sampled().target().values().data().size() +
+                       seq.sampled().draft().values().data().size();
+          }
+          EXPECT_EQ(answers[r]->timing().host_copy_in_bytes(), payload) << "request " << r;
         }
       }
     }
@@ -200,7 +210,9 @@ TEST_P(SampledServerTest, VerifyStreamMatchesTheReferenceWithPackedKvRows) {
 }
 
 TEST_P(SampledServerTest, NanAtAReadPositionFailsOnlyItsRequestNamingSequenceAndPosition) {
-  options_.max_queue_delay_us = 50000;  // the four requests share one batch
+  // The four requests (12 sequences) share one batch.
+  options_.preferred_batch_sequences = 12;
+  options_.max_queue_delay_us = 50000;
   Start();
   if (server_ == nullptr) return;
   SamplingWorkload w = Workload(SampleDtype::kFloat32, SampleValueKind::kProbabilities, true, 5);

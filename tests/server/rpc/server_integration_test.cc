@@ -66,8 +66,13 @@ class CountingMetrics final : public ServerMetrics {
   void SetInFlightSequences(int64_t) override {}
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
+  void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) override {
+    (direction == HostCopyDirection::kIn ? copied_in_ : copied_out_) += bytes;
+  }
   void OnDeviceError() override {}
   void SetServing(bool serving) override { serving_.store(serving ? 1 : 0); }
+  int64_t copied_in() const { return copied_in_.load(); }
+  int64_t copied_out() const { return copied_out_.load(); }
   std::map<absl::StatusCode, int> finished() {
     absl::MutexLock lock(&mu_);
     return finished_;
@@ -79,6 +84,8 @@ class CountingMetrics final : public ServerMetrics {
   absl::Mutex mu_;
   std::map<absl::StatusCode, int> finished_ ABSL_GUARDED_BY(mu_);
   std::atomic<int> serving_{-1};
+  std::atomic<int64_t> copied_in_{0};
+  std::atomic<int64_t> copied_out_{0};
 };
 
 class ServerTest : public ::testing::Test {
@@ -269,7 +276,9 @@ TEST_F(ServerTest, InvalidRequestsAreRejectedAndTheServerKeepsServing) {
 }
 
 TEST_F(ServerTest, DeadlineExpiringInTheQueueIsAnsweredAndNeverExecuted) {
-  options_.max_queue_delay_us = 10'000'000;  // nothing flushes on time
+  // A batch below the preferred size waits its delay: nothing flushes on time.
+  options_.preferred_batch_sequences = options_.max_batch_sequences;
+  options_.max_queue_delay_us = 10'000'000;
   Start();
   EXPECT_THAT(client_->Verify(Request(0, 2), absl::Milliseconds(50)),
               StatusIs(absl::StatusCode::kDeadlineExceeded, ::testing::_));
@@ -278,6 +287,7 @@ TEST_F(ServerTest, DeadlineExpiringInTheQueueIsAnsweredAndNeverExecuted) {
 }
 
 TEST_F(ServerTest, CancelledRequestIsAnsweredAndNeverExecuted) {
+  options_.preferred_batch_sequences = options_.max_batch_sequences;
   options_.max_queue_delay_us = 10'000'000;
   Start();
   auto channel = grpc::CreateChannel(server_->local_address(), grpc::InsecureChannelCredentials());
@@ -303,6 +313,7 @@ TEST_F(ServerTest, CancelledRequestIsAnsweredAndNeverExecuted) {
 TEST_F(ServerTest, FullQueueIsResourceExhaustedImmediately) {
   options_.max_queue_delay_us = 10'000'000;
   options_.max_batch_sequences = 4;
+  options_.preferred_batch_sequences = 4;
   options_.max_sequences_per_request = 4;
   options_.max_queue_sequences = 4;
   Start();
@@ -437,7 +448,9 @@ TEST_F(ServerTest, VerifyStreamAnswersGoodAndBadRequestsByIdAndGoesOn) {
 }
 
 TEST_F(ServerTest, VerifyStreamRejectsDuplicateInFlightIds) {
-  options_.max_queue_delay_us = 200'000;  // keeps the first in flight while the second arrives
+  // Keeps the first in flight while the second arrives.
+  options_.preferred_batch_sequences = options_.max_batch_sequences;
+  options_.max_queue_delay_us = 200'000;
   Start();
   absl::Mutex mu;
   std::vector<v1::VerifyStreamResponse> answers;
@@ -616,6 +629,87 @@ TEST_F(ServerTest, NoopBackendAnswersUnverifiedWithTheSameShape) {
   EXPECT_FALSE(r->verified());
   EXPECT_EQ(r->timing().path(), v1::EXECUTION_PATH_NOOP);
   EXPECT_EQ(client_->GetServerInfo()->backend(), "noop");
+}
+
+// The data plane's copy count (issue #12): a request's payload crosses host
+// memory once on the way in (message -> the backend's staging) and its inline
+// rows once on the way out (host-readable packed rows -> response).
+TEST_F(ServerTest, PayloadIsCopiedOnceInAndInlineRowsOnceOut) {
+  Start();
+  int64_t total_in = 0;
+  int64_t total_out = 0;
+  for (v1::KvReturn kv_return : {v1::KV_RETURN_INLINE, v1::KV_RETURN_HANDLE, v1::KV_RETURN_NONE}) {
+    SCOPED_TRACE(v1::KvReturn_Name(kv_return));
+    const v1::VerifyRequest request = Request(20, 6, kv_return);
+    int64_t payload = 0;
+    for (const v1::SequenceDraft& seq : request.sequences()) {
+      payload += 4 * (seq.draft_tokens_size() + seq.greedy().target_tokens_size());
+      // NONE stages no rows: they are neither verified against nor packed.
+      if (kv_return != v1::KV_RETURN_NONE) payload += seq.draft_kv().data().size();
+    }
+    absl::StatusOr<v1::VerifyResponse> r = client_->Verify(request);
+    ASSERT_THAT(r, IsOk());
+    ASSERT_THAT(Check(20, 6, kv_return, *r), IsOk());
+    EXPECT_EQ(r->timing().host_copy_in_bytes(), payload);
+    const int64_t out = kv_return == v1::KV_RETURN_INLINE ? r->kv_inline().size() : 0;
+    if (kv_return == v1::KV_RETURN_INLINE) ASSERT_GT(out, 0);
+    EXPECT_EQ(r->timing().host_copy_out_bytes(), out);
+    total_in += payload;
+    total_out += out;
+  }
+  // Counted per batch in /metrics too, after the answers went out.
+  EXPECT_EQ(metrics_.copied_in(), total_in);
+  EXPECT_EQ(metrics_.copied_out(), total_out);
+}
+
+// Latency first (issue #12): with the defaults an idle server dispatches at
+// once, so a lone request's queue time is the enqueue itself.
+TEST_F(ServerTest, AnIdleServerDispatchesALoneRequestAtOnce) {
+  options_.max_queue_delay_us = 0;
+  options_.preferred_batch_sequences = 0;
+  Start();
+  for (int i = 0; i < 20; ++i) {
+    absl::StatusOr<v1::VerifyResponse> r = client_->Verify(Request(i, 1, v1::KV_RETURN_INLINE));
+    ASSERT_THAT(r, IsOk());
+    // Far below any batching delay; generous for a loaded CI machine.
+    EXPECT_LT(r->timing().queue_ns(), 5'000'000) << "request " << i;
+    EXPECT_EQ(r->timing().batch_requests(), 1);
+  }
+  EXPECT_EQ(client_->GetServerInfo()->limits().preferred_batch_sequences(), 0);
+}
+
+TEST_F(ServerTest, CeilingAnswersWithVerifysShapeWithoutVerifying) {
+  Start();
+  const v1::VerifyRequest inline_request = Request(30, 5, v1::KV_RETURN_INLINE, "c1");
+  absl::StatusOr<v1::VerifyResponse> ceiling = client_->VerifyCeiling(inline_request);
+  ASSERT_THAT(ceiling, IsOk());
+  absl::StatusOr<v1::VerifyResponse> real = client_->Verify(inline_request);
+  ASSERT_THAT(real, IsOk());
+  EXPECT_FALSE(ceiling->verified());
+  EXPECT_EQ(ceiling->request_id(), "c1");
+  EXPECT_EQ(ceiling->timing().path(), v1::EXECUTION_PATH_CEILING);
+  ASSERT_EQ(ceiling->results_size(), 5);
+  int64_t rows = 0;
+  for (int i = 0; i < 5; ++i) {
+    const v1::SequenceDraft& seq = inline_request.sequences(i);
+    EXPECT_EQ(ceiling->results(i).accepted_length(), seq.draft_tokens_size());
+    EXPECT_EQ(ceiling->results(i).kv_row_offset(), rows);
+    rows += seq.draft_tokens_size();
+  }
+  // Every draft row comes back: at least as many bytes as the real answer.
+  EXPECT_EQ(static_cast<int64_t>(ceiling->kv_inline().size()), rows * kRowBytes);
+  EXPECT_GE(ceiling->kv_inline().size(), real->kv_inline().size());
+
+  absl::StatusOr<v1::VerifyResponse> handle =
+      client_->VerifyCeiling(Request(30, 5, v1::KV_RETURN_HANDLE));
+  ASSERT_THAT(handle, IsOk());
+  EXPECT_EQ(handle->kv().id().size(), 32u);  // a real handle's length
+  EXPECT_EQ(handle->kv().num_rows(), rows);
+  // The placeholder names no rows.
+  EXPECT_THAT(client_->FetchKv(handle->kv().id()),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("")));
+  // Nothing went through the batcher.
+  EXPECT_EQ(metrics_.finished()[absl::StatusCode::kOk], 1);  // the one real Verify
 }
 
 }  // namespace

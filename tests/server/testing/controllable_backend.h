@@ -34,11 +34,16 @@ class ControllableBackend final : public Backend {
     return inner_->AllocateArenaMemory(bytes);
   }
   int max_batches_in_flight() const override { return inner_->max_batches_in_flight(); }
+  absl::StatusOr<std::unique_ptr<StagingLease>> AcquireStaging(const StagingShape& shape,
+                                                                Batch* batch) override {
+    return inner_->AcquireStaging(shape, batch);
+  }
 
   void Submit(std::unique_ptr<Batch> batch, BatchDone done) override {
     {
       absl::MutexLock lock(&mu_);
       batch_sequences_.push_back(batch->inputs.num_sequences());
+      batch_vocab_sizes_.push_back(batch->key.vocab_size);
       if (paused_) {
         held_.push_back({std::move(batch), std::move(done)});
         return;
@@ -78,6 +83,11 @@ class ControllableBackend final : public Backend {
     absl::MutexLock lock(&mu_);
     return batch_sequences_;
   }
+  // Submission order of the batches' keys (their vocab_size).
+  std::vector<int32_t> batch_vocab_sizes() const {
+    absl::MutexLock lock(&mu_);
+    return batch_vocab_sizes_;
+  }
   int held_batches() const {
     absl::MutexLock lock(&mu_);
     return static_cast<int>(held_.size());
@@ -102,6 +112,7 @@ class ControllableBackend final : public Backend {
   std::deque<Held> held_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
   std::vector<int32_t> batch_sequences_ ABSL_GUARDED_BY(mu_);
+  std::vector<int32_t> batch_vocab_sizes_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace specverify::server::testing

@@ -1,0 +1,91 @@
+#include "server/backend/staging.h"
+
+#include <utility>
+
+#include "server/backend/batch.h"
+
+namespace specverify::server {
+
+StagingLayout LayoutStaging(const StagingShape& s) {
+  StagingLayout l;
+  const int64_t b = s.sequences;
+  const int64_t rows = s.draft_rows;
+  l.offsets = 0;
+  l.draft_tokens = StagingAlignUp(4 * (b + 1));
+  l.target_tokens = l.draft_tokens + StagingAlignUp(4 * rows);
+  l.draft_kv = l.target_tokens + StagingAlignUp(4 * (rows + b));
+  l.inputs_total = l.draft_kv + s.kv_bytes;
+  if (s.sampled) {
+    l.sequences = 0;
+    l.target_values = StagingAlignUp(int64_t{sizeof(SequenceSamplingParams)} * b);
+    l.draft_values = l.target_values + StagingAlignUp(s.target_value_bytes);
+    l.sampled_total = l.draft_values + s.draft_value_bytes;
+  }
+  return l;
+}
+
+void ViewStagedBatch(const StagingShape& s, std::byte* in, std::byte* sampled_section,
+                     Batch* batch) {
+  const StagingLayout l = LayoutStaging(s);
+  const size_t b = static_cast<size_t>(s.sequences);
+  const size_t rows = static_cast<size_t>(s.draft_rows);
+  GreedyHostInputs& inputs = batch->inputs;
+  inputs.draft_offsets = {reinterpret_cast<int32_t*>(in + l.offsets), b + 1};
+  inputs.draft_tokens = {reinterpret_cast<int32_t*>(in + l.draft_tokens), rows};
+  inputs.target_tokens = {reinterpret_cast<int32_t*>(in + l.target_tokens), rows + b};
+  inputs.draft_kv = {in + l.draft_kv, static_cast<size_t>(s.kv_bytes)};
+  if (s.sampled) {
+    SampledHostInputs& sv = batch->sampled;
+    sv.sequences = {reinterpret_cast<SequenceSamplingParams*>(sampled_section + l.sequences), b};
+    sv.target_values = {sampled_section + l.target_values,
+                        static_cast<size_t>(s.target_value_bytes)};
+    sv.draft_values = {sampled_section + l.draft_values,
+                       static_cast<size_t>(s.draft_value_bytes)};
+  }
+}
+
+class HostStagingPool::Lease final : public StagingLease {
+ public:
+  Lease(HostStagingPool* pool, std::vector<std::byte>* buffer) : pool_(pool), buffer_(buffer) {}
+  ~Lease() override { pool_->Release(buffer_); }
+
+ private:
+  HostStagingPool* const pool_;
+  std::vector<std::byte>* const buffer_;
+};
+
+HostStagingPool::HostStagingPool(int buffers) {
+  absl::MutexLock lock(&mu_);
+  for (int i = 0; i < buffers; ++i) {
+    buffers_.push_back(std::make_unique<std::vector<std::byte>>());
+    free_.push_back(buffers_.back().get());
+  }
+}
+
+absl::StatusOr<std::unique_ptr<StagingLease>> HostStagingPool::Acquire(
+    const StagingShape& shape, Batch* batch) {
+  std::vector<std::byte>* buffer;
+  {
+    absl::MutexLock lock(&mu_);
+    const auto available = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !free_.empty();
+    };
+    mu_.Await(absl::Condition(&available));
+    buffer = free_.back();
+    free_.pop_back();
+  }
+  const StagingLayout l = LayoutStaging(shape);
+  const int64_t sampled_at = StagingAlignUp(l.inputs_total);
+  const int64_t total = sampled_at + l.sampled_total;
+  // Grows once to the largest batch seen; never shrinks.
+  if (static_cast<int64_t>(buffer->size()) < total) buffer->resize(static_cast<size_t>(total));
+  ViewStagedBatch(shape, buffer->data(), buffer->data() + sampled_at, batch);
+  return std::unique_ptr<StagingLease>(new Lease(this, buffer));
+}
+
+void HostStagingPool::Release(std::vector<std::byte>* buffer) {
+  absl::MutexLock lock(&mu_);
+  free_.push_back(buffer);
+}
+
+}  // namespace specverify::server
