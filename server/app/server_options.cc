@@ -9,6 +9,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "server/rpc/grpc_tuning.h"
 #include "absl/strings/str_split.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/layout/ragged_batch.h"
@@ -95,6 +96,9 @@ const std::map<std::string, Flag>& Flags() {
       {"fetch_chunk_bytes", IntFlag(&ServerOptions::fetch_chunk_bytes,
                                     "default FetchKv chunk, [1, max_message_bytes - 4096]")},
       {"device", StringFlag(&ServerOptions::device, "auto | cpu | cuda:N | noop")},
+      {"grpc_args", StringFlag(&ServerOptions::grpc_args,
+                               "extra gRPC server channel arguments, name=value[,name=value...] "
+                               "(integers as integers); override the server's own settings")},
       {"metrics_address", StringFlag(&ServerOptions::metrics_address,
                                      "Prometheus /metrics host:port; empty disables")},
       {"drain_timeout_ms", IntFlag(&ServerOptions::drain_timeout_ms,
@@ -107,6 +111,11 @@ const std::map<std::string, Flag>& Flags() {
       {"calibrate_dispatch", BoolFlag(&ServerOptions::calibrate_dispatch,
                                       "CUDA: time both paths at start-up to pick the threshold "
                                       "(the default when --dispatch_threshold_bytes is -1)")},
+      {"cuda_mapped_inputs_max_bytes",
+       IntFlag(&ServerOptions::cuda_mapped_inputs_max_bytes,
+               "CUDA: a greedy batch with at most this many staged input bytes is read by the "
+               "kernel in place from pinned memory, results written back in place (no H2D/D2H "
+               "copies); 0 = always copy, >= 0")},
       {"cuda_slots", IntFlag(&ServerOptions::cuda_slots,
                              "CUDA: batches staged or executing at once, [1, 16]")},
   };
@@ -208,6 +217,13 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return Bad("calibrate_dispatch", absl::StrCat("is true but --dispatch_threshold_bytes=",
                                                   o.dispatch_threshold_bytes,
                                                   " is set; give one or the other"));
+  }
+  if (absl::StatusOr<GrpcArgs> args = ParseGrpcArgs(o.grpc_args); !args.ok()) {
+    return Bad("grpc_args", std::string(args.status().message()));
+  }
+  if (o.cuda_mapped_inputs_max_bytes < 0) {
+    return Bad("cuda_mapped_inputs_max_bytes",
+               absl::StrCat("is ", o.cuda_mapped_inputs_max_bytes, "; must be >= 0"));
   }
   if (o.cuda_slots < 1 || o.cuda_slots > 16) {
     return Bad("cuda_slots", absl::StrCat("is ", o.cuda_slots, "; must lie in [1, 16]"));

@@ -31,6 +31,8 @@ struct ServerOptions {
   std::string device = "auto";
   // Prometheus exporter address; empty disables it.
   std::string metrics_address = "0.0.0.0:9401";
+  // Extra gRPC channel arguments, "name=value,..." (server/rpc/grpc_tuning.h).
+  std::string grpc_args;
   int64_t drain_timeout_ms = 10000;
   int32_t cpu_threads = 4;
   // CUDA executor: fused-vs-two-step threshold tau in bytes (-1: calibrate at
@@ -38,6 +40,7 @@ struct ServerOptions {
   int64_t dispatch_threshold_bytes = -1;
   bool calibrate_dispatch = false;
   int32_t cuda_slots = 2;
+  int64_t cuda_mapped_inputs_max_bytes = 0;
   bool help = false;  // --help: print FlagsHelp() and exit 0
 };
 

@@ -10,6 +10,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/app/version.h"
 #include "server/backend/backend_factory.h"
+#include "server/rpc/grpc_tuning.h"
 
 namespace specverify::server {
 
@@ -36,6 +37,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     // A single request larger than --max_batch_bytes forms a batch alone.
     cuda.max_batch_kv_bytes = std::max(options.max_batch_bytes, options.max_message_bytes);
     cuda.slots = options.cuda_slots;
+    cuda.mapped_inputs_max_bytes = options.cuda_mapped_inputs_max_bytes;
     cuda.dispatch_threshold_bytes =
         options.calibrate_dispatch ? -1 : options.dispatch_threshold_bytes;
     absl::StatusOr<BackendChoice> choice = CreateBackend(*spec, cpu, cuda);
@@ -120,6 +122,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
                            &server->port_);
   builder.RegisterService(server->service_.get());
+  ApplyGrpcArgs(EffectiveGrpcArgs(*ParseGrpcArgs(options.grpc_args)), builder);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   server->grpc_server_ = builder.BuildAndStart();

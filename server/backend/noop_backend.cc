@@ -48,6 +48,10 @@ absl::Status NoopBackend::Execute(Batch& batch) {
     rows += gamma;
   }
   batch.results.packed_row_offsets[b] = rows;
+  // k = gamma for every sequence, so the staged draft rows are laid out as
+  // packed rows would be: inline answers echo them (an upper bound on what a
+  // verifying server returns).
+  if (in.row_bytes > 0) batch.packed_kv_host = in.draft_kv.data();
   batch.path = ExecutionPathLabel::kNoop;
   batch.verified = false;
   batch.exact = IsExactMethod(batch.key.method);

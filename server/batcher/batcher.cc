@@ -37,6 +37,7 @@ struct Batcher::InFlight {
   int32_t sequences = 0;
   int64_t input_bytes = 0;
   int64_t host_copy_in_bytes = 0;
+  absl::Time submitted;  // handed to the backend (batcher clock)
 };
 
 absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const BatcherOptions& o) {
@@ -295,6 +296,9 @@ void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
     batch->packed_kv = options_.arena->memory().base() + *offset;
   }
   flight->requests = std::move(formed.requests);
+  // Stamped before Submit: a backend may complete the batch before Submit
+  // returns.
+  flight->submitted = clock_->Now();
   options_.backend->Submit(
       std::move(batch), [this, flight](std::unique_ptr<Batch> done_batch,
                                        absl::Status status) {
@@ -326,6 +330,7 @@ void Batcher::FinishBatchLocked(int32_t sequences) {
 
 void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> batch,
                        absl::Status status) {
+  const absl::Time completed = clock_->Now();
   KvArena& arena = *options_.arena;
   if (!status.ok()) {
     if (flight->arena_offset >= 0) arena.Free(flight->arena_offset, flight->arena_bytes);
@@ -360,6 +365,9 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   const GreedyHostResults& res = batch->results;
   const int64_t rb = batch->key.row_bytes;
   const bool keeps_rows = backend_packs_ && batch->verified && rb > 0;
+  // The no-op backend packs nothing but offers its staged draft rows (k =
+  // gamma): inline answers carry them, as large as a real server's largest.
+  const bool echoes_rows = !keeps_rows && rb > 0 && batch->packed_kv_host != nullptr;
   const int32_t batch_requests = static_cast<int32_t>(flight->requests.size());
   std::vector<std::pair<int64_t, int64_t>> kept;  // arena ranges now owned by handles
   std::vector<std::pair<PendingRequest*, absl::Status>> answers;
@@ -389,12 +397,23 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
     timing->set_path(ToWirePath(batch->path));
     timing->set_device_ns(absl::ToInt64Nanoseconds(batch->device_time));
     timing->set_host_copy_in_bytes(r->host_copy_in_bytes);
+    timing->set_submit_ns(absl::ToInt64Nanoseconds(flight->submitted - r->arrival));
+    timing->set_complete_ns(absl::ToInt64Nanoseconds(completed - r->arrival));
     resp->set_verified(batch->verified);
     resp->set_exact(batch->exact);
 
     // A sampled request whose values the verifier refused is answered
     // INVALID_ARGUMENT (its rows are freed with the reservation's tail).
     absl::Status answer = RequestOutcomeStatus(*batch, s0, n);
+    if (answer.ok() && echoes_rows && r->shape.kv_return == v1::KV_RETURN_INLINE && rows > 0) {
+      const int64_t bytes = rows * rb;
+      std::string* inline_rows = resp->mutable_kv_inline();
+      inline_rows->resize(static_cast<size_t>(bytes));
+      std::memcpy(inline_rows->data(), batch->packed_kv_host + int64_t{base_row} * rb,
+                  static_cast<size_t>(bytes));
+      timing->set_host_copy_out_bytes(bytes);
+      host_copy_out_bytes += bytes;
+    }
     if (answer.ok() && keeps_rows) {
       const int64_t offset = flight->arena_offset + int64_t{base_row} * rb;
       const int64_t bytes = rows * rb;

@@ -157,6 +157,17 @@ absl::Status CudaExecutor::ReserveSlot(Slot& slot) {
   SV_RETURN_IF_ERROR(device("device memory (results)", results_capacity_, &slot.device_results));
   SV_RETURN_IF_ERROR(
       pinned("pinned host memory (results)", results_capacity_, &slot.pinned_results));
+  if (options_.mapped_inputs_max_bytes > 0) {
+    void* inputs = nullptr;
+    void* results = nullptr;
+    if (cudaHostGetDevicePointer(&inputs, slot.pinned_inputs.data(), 0) == cudaSuccess &&
+        cudaHostGetDevicePointer(&results, slot.pinned_results.data(), 0) == cudaSuccess) {
+      slot.mapped_inputs = static_cast<std::byte*>(inputs);
+      slot.mapped_results = static_cast<std::byte*>(results);
+    } else {
+      (void)cudaGetLastError();  // not mappable here: every batch copies
+    }
+  }
 
   GreedyScratchLimits limits;
   limits.max_sequences = options_.max_batch_sequences;
@@ -280,6 +291,10 @@ void CudaExecutor::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
     if (absl::Status s = Launch(work, inject); !s.ok()) {
       // Shape errors are the batch's own; any CUDA error takes the device out.
       work.status = s.code() == absl::StatusCode::kInternal ? Fail(s) : s;
+      // The launch ran on the caller's (gRPC or batcher) thread: leave no
+      // error in its thread-local CUDA state for the next launch there to
+      // mistake for its own.
+      (void)cudaGetLastError();
     }
   }
   {
@@ -352,8 +367,9 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   const StagingLayout il = LayoutStaging(shape);
   const ResultLayout rl = LayoutResults(b);
   std::byte* const pin = slot.pinned_inputs.as<std::byte>();
-  std::byte* const dev = slot.device_inputs.as<std::byte>();
-  std::byte* const res = slot.device_results.as<std::byte>();
+  work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
+  std::byte* const dev = work.mapped ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
+  std::byte* const res = work.mapped ? slot.mapped_results : slot.device_results.as<std::byte>();
 
   GreedyDeviceBatch d;
   d.params.input.num_sequences = b;
@@ -372,9 +388,11 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(d, slot.scratch.view));
 
   // The batch builder wrote the inputs into the slot's pinned buffer: one
-  // H2D copy moves them.
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_total),
-                                          cudaMemcpyHostToDevice, slot.stream));
+  // H2D copy moves them (none when the kernel reads them in place).
+  if (!work.mapped) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_total),
+                                            cudaMemcpyHostToDevice, slot.stream));
+  }
 
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
   if (inject_fault) {
@@ -405,10 +423,12 @@ absl::Status CudaExecutor::CopyBack(Work& work, int64_t kv_section_offset,
                                             cudaMemcpyDeviceToHost, slot.stream));
   }
   work.results_bytes = results_bytes;
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(),
-                                          slot.device_results.data(),
-                                          static_cast<size_t>(results_bytes),
-                                          cudaMemcpyDeviceToHost, slot.stream));
+  if (!work.mapped) {  // mapped: the kernels wrote the pinned results already
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(),
+                                            slot.device_results.data(),
+                                            static_cast<size_t>(results_bytes),
+                                            cudaMemcpyDeviceToHost, slot.stream));
+  }
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.completed, slot.stream));
   return absl::OkStatus();
 }

@@ -107,6 +107,10 @@ class CudaExecutor final : public Backend {
     DeviceBuffer device_inputs;   // same layout
     DeviceBuffer device_results;  // accepted | next | packed offsets | mismatch
     PinnedBuffer pinned_results;  // same layout
+    // Device views of the two pinned buffers above (cudaHostGetDevicePointer)
+    // for batches small enough to skip the copies; null when unavailable.
+    std::byte* mapped_inputs = nullptr;
+    std::byte* mapped_results = nullptr;
     GreedyScratchBuffer scratch;
     // Sampled batches (issue #8): per-sequence parameters | target rows |
     // draft rows, staged like the inputs above, and the rejection-sampling
@@ -125,6 +129,7 @@ class CudaExecutor final : public Backend {
     absl::Status status;          // set when it failed before or at launch
     GreedyPath path = GreedyPath::kFused;
     int64_t results_bytes = 0;
+    bool mapped = false;          // inputs read, results written in place
   };
 
   explicit CudaExecutor(const CudaExecutorOptions& options);

@@ -21,6 +21,12 @@ struct CudaExecutorOptions {
   // Batches staged or executing at once (>= 2 so that staging of batch N+1
   // overlaps execution of batch N); each slot has its own stream and buffers.
   int slots = 2;
+  // A greedy batch whose staged inputs (tokens, offsets, KV rows) are at
+  // most this many bytes skips both copies: the kernel reads the slot's
+  // pinned inputs in place over the bus and writes its results straight
+  // into pinned memory. At this size launches, not bytes, cost the time
+  // (seed 002): two copies fewer is two operations fewer. 0 disables.
+  int64_t mapped_inputs_max_bytes = 0;
   // Fused-vs-two-step threshold tau in bytes; -1 calibrates at start-up.
   int64_t dispatch_threshold_bytes = -1;
   // Testing: the N-th batch (1-based) launches an invalid configuration, a

@@ -1,4 +1,5 @@
 #include "server/app/server_options.h"
+#include "server/rpc/grpc_tuning.h"
 
 #include <fstream>
 
@@ -121,6 +122,46 @@ TEST(ServerOptionsTest, HelpListsEveryFlagWithDefault) {
   EXPECT_THAT(help, HasSubstr("--metrics_address (default \"0.0.0.0:9401\")"));
   EXPECT_THAT(help, HasSubstr("--max_queue_delay_us (default \"0\")"));
   EXPECT_TRUE(ParseServerFlags({"--help"})->help);
+}
+
+TEST(ServerOptionsTest, GrpcArgsParseIntegersAndStringsAndOverrideTheDefaults) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags(
+      {"--grpc_args=grpc.http2.bdp_probe=0, grpc.http2.lookahead_bytes=65536,grpc.x=abc"});
+  ASSERT_THAT(o, IsOk());
+  absl::StatusOr<GrpcArgs> args = ParseGrpcArgs(o->grpc_args);
+  ASSERT_THAT(args, IsOk());
+  ASSERT_EQ(args->size(), 3u);
+  EXPECT_EQ((*args)[0].first, "grpc.http2.bdp_probe");
+  EXPECT_EQ(std::get<int>((*args)[0].second), 0);
+  EXPECT_EQ(std::get<std::string>((*args)[2].second), "abc");
+  const GrpcArgs effective = EffectiveGrpcArgs(*args);
+  // The override replaces the server's own window; nothing appears twice.
+  int windows = 0;
+  for (const auto& [name, value] : effective) {
+    if (name == "grpc.http2.lookahead_bytes") {
+      ++windows;
+      EXPECT_EQ(std::get<int>(value), 65536);
+    }
+  }
+  EXPECT_EQ(windows, 1);
+  EXPECT_EQ(effective.size(), 3u);
+  EXPECT_THAT(ParseServerFlags({"--grpc_args=grpc.http2.bdp_probe"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--grpc_args item \"grpc.http2.bdp_probe\" is not name=value")));
+}
+
+TEST(ServerOptionsTest, LatencyFirstDefaultsAndPreferredSizeBounds) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->preferred_batch_sequences, 0);
+  EXPECT_EQ(o->max_queue_delay_us, 0);
+  EXPECT_THAT(ParseServerFlags({"--max_batch_sequences=64", "--preferred_batch_sequences=65"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("preferred_batch_sequences is 65; must lie in [0, "
+                                 "max_batch_sequences=64]")));
+  EXPECT_THAT(ParseServerFlags({"--cuda_mapped_inputs_max_bytes=-1"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("cuda_mapped_inputs_max_bytes is -1")));
 }
 
 }  // namespace

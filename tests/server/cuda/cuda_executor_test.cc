@@ -128,14 +128,22 @@ std::vector<GreedyWorkloadOptions> Cases() {
   return cases;
 }
 
-class CudaExecutorPathTest : public ::testing::TestWithParam<GreedyPath> {};
+// The path forced, and the inputs copied or (mapped) read in place from
+// pinned memory with results written straight back to it.
+struct PathCase {
+  GreedyPath path;
+  bool mapped;
+};
+
+class CudaExecutorPathTest : public ::testing::TestWithParam<PathCase> {};
 
 TEST_P(CudaExecutorPathTest, MatchesOracleOverTheGridWithThePathForced) {
   SKIP_WITHOUT_GPU();
-  const GreedyPath path = GetParam();
+  const GreedyPath path = GetParam().path;
   const int64_t threshold = path == GreedyPath::kFused ? kFusedAlwaysThreshold : 0;
-  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
-      CudaExecutor::Create(SmallOptions(threshold));
+  CudaExecutorOptions options = SmallOptions(threshold);
+  options.mapped_inputs_max_bytes = GetParam().mapped ? int64_t{1} << 40 : 0;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(options);
   ASSERT_THAT(executor, IsOk());
   EXPECT_EQ((*executor)->Describe().dispatch_threshold_source, "config");
   EXPECT_EQ((*executor)->Describe().dispatch_threshold_bytes, threshold);
@@ -169,8 +177,14 @@ TEST_P(CudaExecutorPathTest, MatchesOracleOverTheGridWithThePathForced) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BothPaths, CudaExecutorPathTest,
-                         ::testing::Values(GreedyPath::kFused, GreedyPath::kTwoStep),
-                         [](const auto& info) { return std::string(GreedyPathName(info.param)); });
+                         ::testing::Values(PathCase{GreedyPath::kFused, false},
+                                           PathCase{GreedyPath::kTwoStep, false},
+                                           PathCase{GreedyPath::kFused, true},
+                                           PathCase{GreedyPath::kTwoStep, true}),
+                         [](const auto& info) {
+                           return absl::StrCat(GreedyPathName(info.param.path),
+                                               info.param.mapped ? "_mapped" : "_copied");
+                         });
 
 TEST(CudaExecutorTest, OverlappingBatchesInThreeSlotsAllMatchTheOracle) {
   SKIP_WITHOUT_GPU();

@@ -629,6 +629,16 @@ TEST_F(ServerTest, NoopBackendAnswersUnverifiedWithTheSameShape) {
   EXPECT_FALSE(r->verified());
   EXPECT_EQ(r->timing().path(), v1::EXECUTION_PATH_NOOP);
   EXPECT_EQ(client_->GetServerInfo()->backend(), "noop");
+  // Inline: every draft row comes back (k = gamma), as a ceiling must carry
+  // at least a real answer's bytes.
+  const v1::VerifyRequest request = Request(6, 5, v1::KV_RETURN_INLINE);
+  absl::StatusOr<v1::VerifyResponse> inline_kv = client_->Verify(request);
+  ASSERT_THAT(inline_kv, IsOk());
+  std::string rows;
+  for (const v1::SequenceDraft& seq : request.sequences()) rows += seq.draft_kv().data();
+  ASSERT_FALSE(rows.empty());
+  EXPECT_EQ(inline_kv->kv_inline(), rows);
+  EXPECT_EQ(inline_kv->timing().host_copy_out_bytes(), static_cast<int64_t>(rows.size()));
 }
 
 // The data plane's copy count (issue #12): a request's payload crosses host
