@@ -116,6 +116,11 @@ const std::map<std::string, Flag>& Flags() {
                "CUDA: a greedy batch with at most this many staged input bytes is read by the "
                "kernel in place from pinned memory, results written back in place (no H2D/D2H "
                "copies); 0 = always copy, >= 0")},
+      {"cuda_completion_spin_us",
+       IntFlag(&ServerOptions::cuda_completion_spin_us,
+               "CUDA: after a batch the completion thread polls this long for the next "
+               "before sleeping (a wake-up costs more than a small batch; one core busy "
+               "while batches come closer than this), [0, 1000000]")},
       {"cuda_slots", IntFlag(&ServerOptions::cuda_slots,
                              "CUDA: batches staged or executing at once, [1, 16]")},
   };
@@ -224,6 +229,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.cuda_mapped_inputs_max_bytes < 0) {
     return Bad("cuda_mapped_inputs_max_bytes",
                absl::StrCat("is ", o.cuda_mapped_inputs_max_bytes, "; must be >= 0"));
+  }
+  if (o.cuda_completion_spin_us < 0 || o.cuda_completion_spin_us > 1000000) {
+    return Bad("cuda_completion_spin_us",
+               absl::StrCat("is ", o.cuda_completion_spin_us, "; must lie in [0, 1000000]"));
   }
   if (o.cuda_slots < 1 || o.cuda_slots > 16) {
     return Bad("cuda_slots", absl::StrCat("is ", o.cuda_slots, "; must lie in [1, 16]"));

@@ -40,7 +40,8 @@ struct ServerOptions {
   int64_t dispatch_threshold_bytes = -1;
   bool calibrate_dispatch = false;
   int32_t cuda_slots = 2;
-  int64_t cuda_mapped_inputs_max_bytes = 0;
+  int64_t cuda_mapped_inputs_max_bytes = 65536;
+  int64_t cuda_completion_spin_us = 2000;
   bool help = false;  // --help: print FlagsHelp() and exit 0
 };
 

@@ -38,6 +38,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     cuda.max_batch_kv_bytes = std::max(options.max_batch_bytes, options.max_message_bytes);
     cuda.slots = options.cuda_slots;
     cuda.mapped_inputs_max_bytes = options.cuda_mapped_inputs_max_bytes;
+    cuda.completion_spin_us = options.cuda_completion_spin_us;
     cuda.dispatch_threshold_bytes =
         options.calibrate_dispatch ? -1 : options.dispatch_threshold_bytes;
     absl::StatusOr<BackendChoice> choice = CreateBackend(*spec, cpu, cuda);

@@ -36,6 +36,13 @@ ResultLayout LayoutResults(int64_t b) {
   return l;
 }
 
+// A polite spin: lets the sibling hyperthread run while this one polls.
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
 absl::Status ReserveError(int ordinal, const char* what, int64_t bytes, int slot,
                           const absl::Status& cause) {
   return absl::ResourceExhaustedError(absl::StrCat(
@@ -301,6 +308,7 @@ void CudaExecutor::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
     absl::MutexLock lock(&mu_);
     if (!completion_done_) {
       launched_.push_back(std::move(work));
+      launched_total_.fetch_add(1, std::memory_order_release);
       return;
     }
   }
@@ -567,8 +575,20 @@ void CudaExecutor::CompletionLoop() {
   if (cudaSetDevice(options_.device_ordinal) != cudaSuccess) {
     (void)Fail(CudaStatus(cudaGetLastError(), "cudaSetDevice (completion thread)"));
   }
+  const absl::Duration spin = absl::Microseconds(options_.completion_spin_us);
+  int64_t taken = 0;
+  absl::Time last_batch = absl::InfinitePast();
   for (;;) {
     Work work;
+    // Latency first: poll for the next batch for a while instead of sleeping
+    // (a futex wake-up costs more than the batch). Shutdown waits out at
+    // most one spin window.
+    if (spin > absl::ZeroDuration()) {
+      while (launched_total_.load(std::memory_order_acquire) == taken &&
+             absl::Now() - last_batch < spin) {
+        CpuRelax();
+      }
+    }
     {
       absl::MutexLock lock(&mu_);
       const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -582,6 +602,7 @@ void CudaExecutor::CompletionLoop() {
       work = std::move(launched_.front());
       launched_.pop_front();
     }
+    ++taken;
     absl::Status status = work.status;
     if (work.slot != nullptr) {
       if (status.ok()) {
@@ -594,6 +615,7 @@ void CudaExecutor::CompletionLoop() {
     // The slot goes back with the batch's staging lease, once the batcher
     // has read the results (and inline rows) out of it.
     work.done(std::move(work.batch), std::move(status));
+    last_batch = absl::Now();
   }
 }
 

@@ -43,6 +43,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -163,6 +164,9 @@ class CudaExecutor final : public Backend {
 
   mutable absl::Mutex mu_;
   std::deque<Work> launched_ ABSL_GUARDED_BY(mu_);
+  // Batches ever pushed to launched_: the completion thread polls it without
+  // the lock while it spins (completion_spin_us).
+  std::atomic<int64_t> launched_total_{0};
   std::vector<Slot*> free_slots_ ABSL_GUARDED_BY(mu_);
   absl::Status fault_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -27,6 +27,12 @@ struct CudaExecutorOptions {
   // into pinned memory. At this size launches, not bytes, cost the time
   // (seed 002): two copies fewer is two operations fewer. 0 disables.
   int64_t mapped_inputs_max_bytes = 0;
+  // After its last batch the completion thread polls for the next one this
+  // long before it sleeps. A sleeping thread's wake-up cost 60-80 us on the
+  // H100 host (docs/PERFORMANCE.md), several times the batch's GPU time; the
+  // price is one core busy while batches arrive closer than this. 0: sleep
+  // at once.
+  int64_t completion_spin_us = 2000;
   // Fused-vs-two-step threshold tau in bytes; -1 calibrates at start-up.
   int64_t dispatch_threshold_bytes = -1;
   // Testing: the N-th batch (1-based) launches an invalid configuration, a
