@@ -140,13 +140,14 @@ absl::Status CheckGreedyResponse(
     expected_offset += k;
   }
 
-  if (!options.expect_verified) {
-    // The no-op backend counts rows but packs none: nothing to hand back.
-    if (response.has_kv() || !response.kv_inline().empty()) {
-      return Mismatch("the no-op backend returned KV rows");
-    }
-    return absl::OkStatus();
-  }
+  // A verifying server packs the accepted rows; the no-op backend packs every
+  // draft row of the range as it lies (k = gamma).
+  const std::span<const std::byte> expected_rows =
+      options.expect_verified
+          ? ExpectedPackedKv(workload, first, count)
+          : std::span<const std::byte>(workload.draft_kv)
+                .subspan(static_cast<size_t>(workload.draft_offsets[first] * rb),
+                         static_cast<size_t>(expected_offset * rb));
   const v1::KvReturn mode = EffectiveKvReturn(workload, options.kv_return);
   const bool has_rows = rb > 0;
   if (mode == v1::KV_RETURN_HANDLE && has_rows) {
@@ -165,8 +166,7 @@ absl::Status CheckGreedyResponse(
     return Mismatch("kv handle is set but the request kept no rows");
   }
   if (mode == v1::KV_RETURN_INLINE && has_rows) {
-    if (absl::Status s = CheckBytes(AsBytes(response.kv_inline()),
-                                    ExpectedPackedKv(workload, first, count),
+    if (absl::Status s = CheckBytes(AsBytes(response.kv_inline()), expected_rows,
                                     "kv_inline");
         !s.ok()) {
       return s;
@@ -175,9 +175,7 @@ absl::Status CheckGreedyResponse(
     return Mismatch("kv_inline is set but inline return was not requested");
   }
   if (fetched_kv.has_value()) {
-    if (absl::Status s = CheckBytes(*fetched_kv,
-                                    ExpectedPackedKv(workload, first, count),
-                                    "fetched kv");
+    if (absl::Status s = CheckBytes(*fetched_kv, expected_rows, "fetched kv");
         !s.ok()) {
       return s;
     }

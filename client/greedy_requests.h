@@ -56,7 +56,8 @@ struct GreedyCheckOptions {
   v1::KvReturn kv_return = v1::KV_RETURN_UNSPECIFIED;
   // Expect verified results. False for the no-op backend, whose answers are
   // then checked for its fixed shape: accepted_length = gamma, next_token =
-  // the last target token, mismatch false, and no KV rows returned.
+  // the last target token, mismatch false, and every draft row of the range
+  // as its KV rows (handle size, inline and fetched bytes).
   bool expect_verified = true;
   std::string request_id;  // checked when non-empty
 };

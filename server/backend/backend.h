@@ -45,6 +45,10 @@ struct BackendDescription {
   int64_t dispatch_threshold_bytes = -1;
   std::string dispatch_threshold_source = "not applicable";
   bool verifies = true;      // false for the no-op backend
+  // Packs rows into the arena at Batch::packed_kv (the batcher then reserves
+  // arena space and serves handles and inline rows from it). True for every
+  // backend here; the no-op backend "packs" all gamma rows of each sequence.
+  bool packs = true;
 };
 
 using BatchDone = std::function<void(std::unique_ptr<Batch> batch, absl::Status status)>;

@@ -1,5 +1,7 @@
 #include "server/backend/noop_backend.h"
 
+#include <cstring>
+
 #include "absl/time/clock.h"
 
 namespace specverify::server {
@@ -48,10 +50,13 @@ absl::Status NoopBackend::Execute(Batch& batch) {
     rows += gamma;
   }
   batch.results.packed_row_offsets[b] = rows;
-  // k = gamma for every sequence, so the staged draft rows are laid out as
-  // packed rows would be: inline answers echo them (an upper bound on what a
-  // verifying server returns).
-  if (in.row_bytes > 0) batch.packed_kv_host = in.draft_kv.data();
+  // k = gamma for every sequence, so the packed rows are the staged draft
+  // rows as they lie: one copy into the arena, and handles, FetchKv and
+  // inline answers carry as many bytes as a real server's largest answer.
+  if (in.row_bytes > 0 && batch.packed_kv != nullptr && !in.draft_kv.empty()) {
+    std::memcpy(batch.packed_kv, in.draft_kv.data(), in.draft_kv.size());
+    batch.packed_kv_host = batch.packed_kv;
+  }
   batch.path = ExecutionPathLabel::kNoop;
   batch.verified = false;
   batch.exact = IsExactMethod(batch.key.method);

@@ -2,9 +2,10 @@
 // measured against. Requests go through the same RPC layer, parsing,
 // validation, batching and response assembly; the batch is "executed" by
 // reporting accepted_length = gamma and next_token = the last target token
-// for every sequence, rows neither verified nor packed; inline answers echo
-// every staged draft row (an upper bound on a real answer's bytes). Answers
-// carry verified = false and path EXECUTION_PATH_NOOP.
+// for every sequence, and all gamma draft rows "packed" (copied into the
+// arena as they lie), so handles, FetchKv and inline answers move as many
+// bytes as a real server's largest answer. Answers carry verified = false
+// and path EXECUTION_PATH_NOOP.
 #ifndef SPECVERIFY_SERVER_BACKEND_NOOP_BACKEND_H_
 #define SPECVERIFY_SERVER_BACKEND_NOOP_BACKEND_H_
 

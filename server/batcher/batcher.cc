@@ -73,7 +73,7 @@ Batcher::Batcher(const BatcherOptions& options)
     : options_(options),
       clock_(options.clock != nullptr ? options.clock : RealClock::Get()),
       metrics_(options.metrics),
-      backend_packs_(options.backend->Describe().verifies),
+      backend_packs_(options.backend->Describe().packs),
       max_in_flight_(std::max(1, options.backend->max_batches_in_flight())) {
   if (options_.start_thread) thread_ = std::thread([this] { Loop(); });
 }
@@ -364,10 +364,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
 
   const GreedyHostResults& res = batch->results;
   const int64_t rb = batch->key.row_bytes;
-  const bool keeps_rows = backend_packs_ && batch->verified && rb > 0;
-  // The no-op backend packs nothing but offers its staged draft rows (k =
-  // gamma): inline answers carry them, as large as a real server's largest.
-  const bool echoes_rows = !keeps_rows && rb > 0 && batch->packed_kv_host != nullptr;
+  const bool keeps_rows = backend_packs_ && rb > 0;
   const int32_t batch_requests = static_cast<int32_t>(flight->requests.size());
   std::vector<std::pair<int64_t, int64_t>> kept;  // arena ranges now owned by handles
   std::vector<std::pair<PendingRequest*, absl::Status>> answers;
@@ -405,15 +402,6 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
     // A sampled request whose values the verifier refused is answered
     // INVALID_ARGUMENT (its rows are freed with the reservation's tail).
     absl::Status answer = RequestOutcomeStatus(*batch, s0, n);
-    if (answer.ok() && echoes_rows && r->shape.kv_return == v1::KV_RETURN_INLINE && rows > 0) {
-      const int64_t bytes = rows * rb;
-      std::string* inline_rows = resp->mutable_kv_inline();
-      inline_rows->resize(static_cast<size_t>(bytes));
-      std::memcpy(inline_rows->data(), batch->packed_kv_host + int64_t{base_row} * rb,
-                  static_cast<size_t>(bytes));
-      timing->set_host_copy_out_bytes(bytes);
-      host_copy_out_bytes += bytes;
-    }
     if (answer.ok() && keeps_rows) {
       const int64_t offset = flight->arena_offset + int64_t{base_row} * rb;
       const int64_t bytes = rows * rb;

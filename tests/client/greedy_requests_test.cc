@@ -210,10 +210,17 @@ TEST_F(GreedyRequestsTest, NoopAnswersAreCheckedForTheirFixedShape) {
   GreedyCheckOptions c;
   c.num_sequences = 2;
   c.expect_verified = false;
+  c.kv_return = v1::KV_RETURN_NONE;
   EXPECT_THAT(CheckGreedyResponse(workload_, c, r), IsOk());
-  r.mutable_kv()->set_id("x");
-  EXPECT_THAT(CheckGreedyResponse(workload_, c, r),
-              StatusIs(kMismatch, HasSubstr("the no-op backend returned KV rows")));
+  // Its packed rows are every draft row of the range, as they lie.
+  const std::span<const std::byte> all_rows = std::span<const std::byte>(workload_.draft_kv)
+      .first(static_cast<size_t>(rows * workload_.row_bytes()));
+  c.kv_return = v1::KV_RETURN_INLINE;
+  r.set_kv_inline(std::string(reinterpret_cast<const char*>(all_rows.data()), all_rows.size()));
+  EXPECT_THAT(CheckGreedyResponse(workload_, c, r), IsOk());
+  // The accepted rows alone (what a verifying server packs) are not enough.
+  r.set_kv_inline(r.kv_inline().substr(0, ExpectedPackedKv(workload_, 0, 2).size()));
+  EXPECT_THAT(CheckGreedyResponse(workload_, c, r), StatusIs(kMismatch, HasSubstr("kv_inline")));
 }
 
 }  // namespace

@@ -115,6 +115,10 @@ TEST(NoopBackendTest, CountsRowsVerifiesNothing) {
   EXPECT_EQ(batch->results.packed_row_offsets[9], rows);
   EXPECT_FALSE(batch->verified);
   EXPECT_EQ(batch->path, ExecutionPathLabel::kNoop);
+  // Every draft row is "packed" as it lies (k = gamma), host-readable.
+  EXPECT_TRUE(backend.Describe().packs);
+  EXPECT_TRUE(BytesEqual({arena->base(), w.draft_kv.size()}, w.draft_kv));
+  EXPECT_EQ(batch->packed_kv_host, arena->base());
 }
 
 TEST(CpuBackendCreateTest, RejectsBadThreadCount) {

@@ -629,8 +629,17 @@ TEST_F(ServerTest, NoopBackendAnswersUnverifiedWithTheSameShape) {
   EXPECT_FALSE(r->verified());
   EXPECT_EQ(r->timing().path(), v1::EXECUTION_PATH_NOOP);
   EXPECT_EQ(client_->GetServerInfo()->backend(), "noop");
-  // Inline: every draft row comes back (k = gamma), as a ceiling must carry
-  // at least a real answer's bytes.
+  // Its handle names every draft row (k = gamma): FetchKv moves them all.
+  std::string all_rows;
+  const v1::VerifyRequest handle_request = Request(0, 6, v1::KV_RETURN_HANDLE);
+  for (const v1::SequenceDraft& seq : handle_request.sequences()) {
+    all_rows += seq.draft_kv().data();
+  }
+  absl::StatusOr<std::string> fetched = client_->FetchKv(r->kv().id());
+  ASSERT_THAT(fetched, IsOk());
+  EXPECT_EQ(*fetched, all_rows);
+  // Inline: every draft row comes back too, as a ceiling must carry at least
+  // a real answer's bytes.
   const v1::VerifyRequest request = Request(6, 5, v1::KV_RETURN_INLINE);
   absl::StatusOr<v1::VerifyResponse> inline_kv = client_->Verify(request);
   ASSERT_THAT(inline_kv, IsOk());
@@ -662,7 +671,9 @@ TEST_F(ServerTest, PayloadIsCopiedOnceInAndInlineRowsOnceOut) {
     ASSERT_THAT(Check(20, 6, kv_return, *r), IsOk());
     EXPECT_EQ(r->timing().host_copy_in_bytes(), payload);
     const int64_t out = kv_return == v1::KV_RETURN_INLINE ? r->kv_inline().size() : 0;
-    if (kv_return == v1::KV_RETURN_INLINE) ASSERT_GT(out, 0);
+    if (kv_return == v1::KV_RETURN_INLINE) {
+      ASSERT_GT(out, 0);
+    }
     EXPECT_EQ(r->timing().host_copy_out_bytes(), out);
     total_in += payload;
     total_out += out;
