@@ -282,18 +282,21 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<v1::FetchKvChunk> {
     if (!region.ok()) return region.status();
     region_ = *std::move(region);
     const int64_t rows = region_->num_rows();
-    if (request.first_row() > rows) {
+    const int64_t first = request.first_row();  // >= 0 (validated)
+    if (first > rows) {
       return absl::OutOfRangeError(absl::StrCat(
-          "first_row is ", request.first_row(), "; the handle has ", rows, " rows"));
+          "first_row is ", first, "; the handle has ", rows, " rows"));
     }
-    const int64_t count =
-        request.num_rows() == 0 ? rows - request.first_row() : request.num_rows();
-    if (request.first_row() + count > rows) {
+    // Compared against what is left from first_row, never as first + count:
+    // num_rows is client-chosen and first_row + num_rows can overflow int64.
+    const int64_t available = rows - first;
+    const int64_t count = request.num_rows() == 0 ? available : request.num_rows();
+    if (count > available) {
       return absl::OutOfRangeError(absl::StrCat(
-          "rows [", request.first_row(), ", ", request.first_row() + count,
-          ") lie past the handle's ", rows, " rows"));
+          "num_rows is ", count, " from first_row ", first, "; rows past the handle's ",
+          rows, " rows were asked for (at most ", available, " from first_row)"));
     }
-    begin_ = request.first_row() * region_->row_bytes();
+    begin_ = first * region_->row_bytes();
     total_ = count * region_->row_bytes();
     const int64_t wanted = request.chunk_bytes() > 0
                                ? request.chunk_bytes()
