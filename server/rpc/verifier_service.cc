@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/rpc/wire.h"
 
 namespace specverify::server {
 namespace {
@@ -34,26 +35,43 @@ RejectReason ReasonFor(absl::StatusCode code) {
   }
 }
 
-// Unary Verify: finished by the batcher's completion. A cancellation wakes
-// the batcher so the queued request is answered CANCELLED at once instead of
-// at its next timer.
+// Unary Verify: owns the parsed request and the response message; finished
+// by the batcher's completion, which serializes the response into gRPC's
+// raw response buffer. A cancellation wakes the batcher so the queued
+// request is answered CANCELLED at once instead of at its next timer.
 class VerifyReactor final : public grpc::ServerUnaryReactor {
  public:
-  explicit VerifyReactor(Batcher* batcher) : batcher_(batcher) {}
+  VerifyReactor(Batcher* batcher, grpc::ByteBuffer* raw_response)
+      : batcher_(batcher), raw_response_(raw_response) {}
   void OnCancel() override { batcher_->Poke(); }
   void OnDone() override { delete this; }
 
+  v1::VerifyRequest* request() { return &request_; }
+  v1::VerifyResponse* response() { return &response_; }
+  // The response serialized when `status` is OK; the status to finish with.
+  absl::Status Serialize(absl::Status status) {
+    if (status.ok()) status = SerializeMessage(response_, raw_response_);
+    return status;
+  }
+
  private:
   Batcher* const batcher_;
+  grpc::ByteBuffer* const raw_response_;
+  v1::VerifyRequest request_;
+  v1::VerifyResponse response_;
 };
 
-// VerifyStream: many requests on one stream. Each request is admitted as it
-// is read; its answer (response or RequestError) is queued for writing when
-// the batcher completes it. One write in flight at a time. The stream
-// finishes once the client half-closed, every admitted request has been
-// answered and every answer written (or writing failed).
+// VerifyStream: many requests on one stream. Each request is parsed and
+// admitted as it is read; its answer (response or RequestError) is
+// serialized and queued for writing when the batcher completes it. One write
+// in flight at a time. The stream finishes once the client half-closed,
+// every admitted request has been answered and every answer written (or
+// writing failed). A message that does not parse ends reading: the requests
+// read before it are answered, then the stream finishes INVALID_ARGUMENT
+// naming the message (its request_id cannot be known, so it cannot be
+// answered on its own).
 class VerifyStreamReactor final
-    : public grpc::ServerBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   VerifyStreamReactor(VerifierService* service, grpc::CallbackServerContext* context)
       : service_(service), context_(context) {
@@ -63,23 +81,29 @@ class VerifyStreamReactor final
   void OnReadDone(bool ok) override {
     if (!ok) {
       // Half-close or cancellation: no more requests.
-      bool finish;
-      {
-        absl::MutexLock lock(&mu_);
-        reads_done_ = true;
-        finish = ShouldFinishLocked();
-      }
-      if (finish) FinishStream();
+      EndReads(absl::OkStatus());
       return;
     }
+    ++messages_read_;
     auto request = std::make_unique<v1::VerifyRequest>();
-    request->Swap(&incoming_);
+    absl::Status parsed = ParseMessage(
+        incoming_, absl::StrCat("VerifyStream message ", messages_read_), request.get());
+    incoming_.Clear();
+    if (!parsed.ok()) {
+      service_->options().metrics->OnRequestRejected(RejectReason::kInvalid);
+      service_->options().metrics->OnRequestFinished(RpcMethod::kVerifyStream, parsed.code(),
+                                                     absl::ZeroDuration());
+      EndReads(absl::InvalidArgumentError(absl::StrCat(
+          parsed.message(), "; the stream ends: the ", messages_read_ - 1,
+          " messages before it were read and are answered, no request after it was read")));
+      return;
+    }
     Handle(std::move(request));
     StartRead(&incoming_);
   }
 
   void OnWriteDone(bool ok) override {
-    const v1::VerifyStreamResponse* next = nullptr;
+    const grpc::ByteBuffer* next = nullptr;
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
@@ -89,7 +113,7 @@ class VerifyStreamReactor final
         writes_.clear();
       }
       if (!writes_.empty()) {
-        next = writes_.front().get();
+        next = &writes_.front();
       } else {
         writing_ = false;
         finish = ShouldFinishLocked();
@@ -112,6 +136,19 @@ class VerifyStreamReactor final
     std::unique_ptr<v1::VerifyStreamResponse> answer;
     absl::Time arrival;
   };
+
+  // No more reads: half-close, cancellation (OK) or a message that did not
+  // parse (the status the stream finishes with).
+  void EndReads(absl::Status end_status) {
+    bool finish;
+    {
+      absl::MutexLock lock(&mu_);
+      reads_done_ = true;
+      end_status_ = std::move(end_status);
+      finish = ShouldFinishLocked();
+    }
+    if (finish) FinishStream();
+  }
 
   void Handle(std::unique_ptr<v1::VerifyRequest> request) {
     const absl::Time arrival = service_->clock()->Now();
@@ -170,7 +207,7 @@ class VerifyStreamReactor final
     service_->options().metrics->OnRequestFinished(RpcMethod::kVerifyStream,
                                                    status.code(), latency);
     entry.reset();
-    const v1::VerifyStreamResponse* start = nullptr;
+    const grpc::ByteBuffer* start = nullptr;
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
@@ -195,7 +232,7 @@ class VerifyStreamReactor final
     service_->options().metrics->OnRequestRejected(RejectReason::kInvalid);
     service_->options().metrics->OnRequestFinished(
         RpcMethod::kVerifyStream, status.code(), service_->clock()->Now() - arrival);
-    const v1::VerifyStreamResponse* start = nullptr;
+    const grpc::ByteBuffer* start = nullptr;
     bool finish = false;
     {
       absl::MutexLock lock(&mu_);
@@ -209,15 +246,24 @@ class VerifyStreamReactor final
     }
   }
 
-  // Returns the message to start writing now, if no write is in flight.
-  const v1::VerifyStreamResponse* QueueWriteLocked(
-      std::unique_ptr<v1::VerifyStreamResponse> answer)
+  // Serializes `answer` into the write queue; returns the buffer to start
+  // writing now, if no write is in flight.
+  const grpc::ByteBuffer* QueueWriteLocked(std::unique_ptr<v1::VerifyStreamResponse> answer)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (write_failed_) return nullptr;
-    writes_.push_back(std::move(answer));
+    grpc::ByteBuffer bytes;
+    if (absl::Status s = SerializeMessage(*answer, &bytes); !s.ok()) {
+      // Not expected (an answer over 2 GiB): say so under the request's id.
+      v1::VerifyStreamResponse error;
+      error.set_request_id(answer->request_id());
+      error.mutable_error()->set_code(static_cast<int32_t>(s.code()));
+      error.mutable_error()->set_message(std::string(s.message()));
+      (void)SerializeMessage(error, &bytes);
+    }
+    writes_.push_back(std::move(bytes));
     if (writing_) return nullptr;
     writing_ = true;
-    return writes_.front().get();
+    return &writes_.front();
   }
 
   bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -227,18 +273,32 @@ class VerifyStreamReactor final
   }
 
   void FinishStream() {
-    Finish(context_->IsCancelled()
-               ? grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled")
-               : grpc::Status::OK);
+    absl::Status end_status;
+    {
+      absl::MutexLock lock(&mu_);
+      end_status = end_status_;
+    }
+    if (!end_status.ok()) {
+      Finish(ToGrpcStatus(end_status));
+    } else if (context_->IsCancelled()) {
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled"));
+    } else {
+      Finish(grpc::Status::OK);
+    }
   }
 
   VerifierService* const service_;
   grpc::CallbackServerContext* const context_;
-  v1::VerifyRequest incoming_;  // only the read path touches it
+  // Only the read path touches these.
+  grpc::ByteBuffer incoming_;
+  int64_t messages_read_ = 0;
 
   absl::Mutex mu_;
   absl::flat_hash_set<std::string> ids_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::unique_ptr<v1::VerifyStreamResponse>> writes_ ABSL_GUARDED_BY(mu_);
+  // Serialized answers; the front one is being written while writing_.
+  // (std::deque keeps references to the other elements valid on push_back.)
+  std::deque<grpc::ByteBuffer> writes_ ABSL_GUARDED_BY(mu_);
+  absl::Status end_status_ ABSL_GUARDED_BY(mu_);  // set when reads end
   int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
@@ -249,14 +309,17 @@ class VerifyStreamReactor final
 // FetchKv: streams a handle's row range in chunks; the region stays
 // allocated (reference held) until the last chunk is written even if the
 // handle is released or expires meanwhile.
-class FetchKvReactor final : public grpc::ServerWriteReactor<v1::FetchKvChunk> {
+class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
-  FetchKvReactor(const VerifierService& service, const v1::FetchKvRequest& request)
-      : service_(service),
-        handle_(request.handle()),
-        release_after_(request.release_after()),
-        arrival_(service.clock()->Now()) {
-    absl::Status status = Start(request);
+  FetchKvReactor(const VerifierService& service, const grpc::ByteBuffer& raw_request)
+      : service_(service), arrival_(service.clock()->Now()) {
+    v1::FetchKvRequest request;
+    absl::Status status = ParseMessage(raw_request, "the request", &request);
+    if (status.ok()) {
+      handle_ = request.handle();
+      release_after_ = request.release_after();
+      status = Start(request);
+    }
     if (!status.ok()) {
       Done(status);
       return;
@@ -323,7 +386,11 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<v1::FetchKvChunk> {
       return;
     }
     sent_ += n;
-    StartWrite(&chunk_);
+    if (absl::Status s = SerializeMessage(chunk_, &chunk_bytes_buffer_); !s.ok()) {
+      Done(s);
+      return;
+    }
+    StartWrite(&chunk_bytes_buffer_);
   }
 
   void Done(const absl::Status& status) {
@@ -342,15 +409,16 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<v1::FetchKvChunk> {
   }
 
   const VerifierService& service_;
-  const std::string handle_;
-  const bool release_after_;
   const absl::Time arrival_;
+  std::string handle_;
+  bool release_after_ = false;
   std::shared_ptr<const KvRegion> region_;
   int64_t begin_ = 0;
   int64_t total_ = 0;
   int64_t sent_ = 0;
   int64_t chunk_bytes_ = 1;
   v1::FetchKvChunk chunk_;
+  grpc::ByteBuffer chunk_bytes_buffer_;  // chunk_ serialized, being written
 };
 
 }  // namespace
@@ -385,12 +453,21 @@ absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
 }
 
 grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* context,
-                                                  const v1::VerifyRequest* request,
-                                                  v1::VerifyResponse* response) {
-  auto* reactor = new VerifyReactor(options_.batcher);
+                                                  const grpc::ByteBuffer* raw_request,
+                                                  grpc::ByteBuffer* raw_response) {
+  auto* reactor = new VerifyReactor(options_.batcher, raw_response);
   const absl::Time arrival = clock_->Now();
+  if (absl::Status parsed = ParseMessage(*raw_request, "the request", reactor->request());
+      !parsed.ok()) {
+    options_.metrics->OnRequestRejected(RejectReason::kInvalid);
+    options_.metrics->OnRequestFinished(RpcMethod::kVerify, parsed.code(),
+                                        clock_->Now() - arrival);
+    reactor->Finish(ToGrpcStatus(parsed));
+    return reactor;
+  }
+  v1::VerifyResponse* response = reactor->response();
   auto pending = std::make_unique<PendingRequest>();
-  pending->request = request;
+  pending->request = reactor->request();
   pending->response = response;
   pending->arrival = arrival;
   pending->deadline = DeadlineOf(context);
@@ -400,6 +477,7 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
     if (status.ok()) {
       response->mutable_timing()->set_server_ns(absl::ToInt64Nanoseconds(latency));
     }
+    status = reactor->Serialize(std::move(status));
     options_.metrics->OnRequestFinished(RpcMethod::kVerify, status.code(), latency);
     reactor->Finish(ToGrpcStatus(status));
   };
@@ -412,27 +490,31 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
   return reactor;
 }
 
-grpc::ServerBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse>*
-VerifierService::VerifyStream(grpc::CallbackServerContext* context) {
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* VerifierService::VerifyStream(
+    grpc::CallbackServerContext* context) {
   return new VerifyStreamReactor(this, context);
 }
 
-grpc::ServerWriteReactor<v1::FetchKvChunk>* VerifierService::FetchKv(
-    grpc::CallbackServerContext*, const v1::FetchKvRequest* request) {
-  return new FetchKvReactor(*this, *request);
+grpc::ServerWriteReactor<grpc::ByteBuffer>* VerifierService::FetchKv(
+    grpc::CallbackServerContext*, const grpc::ByteBuffer* raw_request) {
+  return new FetchKvReactor(*this, *raw_request);
 }
 
 grpc::ServerUnaryReactor* VerifierService::ReleaseKv(grpc::CallbackServerContext* context,
-                                                     const v1::ReleaseKvRequest* request,
-                                                     v1::ReleaseKvResponse* response) {
+                                                     const grpc::ByteBuffer* raw_request,
+                                                     grpc::ByteBuffer* raw_response) {
   const absl::Time arrival = clock_->Now();
-  absl::Status status;
-  if (request->handle().empty()) {
+  v1::ReleaseKvRequest request;
+  absl::Status status = ParseMessage(*raw_request, "the request", &request);
+  if (status.ok() && request.handle().empty()) {
     status = absl::InvalidArgumentError("handle is empty");
-  } else {
-    absl::StatusOr<int64_t> released = options_.arena->Release(request->handle());
+  }
+  if (status.ok()) {
+    absl::StatusOr<int64_t> released = options_.arena->Release(request.handle());
     if (released.ok()) {
-      response->set_released_bytes(*released);
+      v1::ReleaseKvResponse response;
+      response.set_released_bytes(*released);
+      status = SerializeMessage(response, raw_response);
     } else {
       status = released.status();
     }
@@ -445,14 +527,16 @@ grpc::ServerUnaryReactor* VerifierService::ReleaseKv(grpc::CallbackServerContext
 }
 
 grpc::ServerUnaryReactor* VerifierService::GetServerInfo(
-    grpc::CallbackServerContext* context, const v1::GetServerInfoRequest*,
-    v1::ServerInfo* response) {
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* raw_request,
+    grpc::ByteBuffer* raw_response) {
   const absl::Time arrival = clock_->Now();
-  *response = options_.info;
-  options_.metrics->OnRequestFinished(RpcMethod::kGetServerInfo, absl::StatusCode::kOk,
+  v1::GetServerInfoRequest request;
+  absl::Status status = ParseMessage(*raw_request, "the request", &request);
+  if (status.ok()) status = SerializeMessage(options_.info, raw_response);
+  options_.metrics->OnRequestFinished(RpcMethod::kGetServerInfo, status.code(),
                                       clock_->Now() - arrival);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(grpc::Status::OK);
+  reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 

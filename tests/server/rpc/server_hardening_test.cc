@@ -15,6 +15,7 @@
 #include "client/greedy_requests.h"
 #include "client/verifier_client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/app/verifier_server.h"
@@ -35,6 +36,70 @@ using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr int64_t kRowBytes = 64;
+
+// Bytes that are no protobuf message: field 1 with wire type 7 (invalid).
+const std::string kUndecodable("\x0f\x01\x02", 3);
+
+std::string Serialized(const google::protobuf::Message& m) { return m.SerializeAsString(); }
+
+// What a raw call saw: the server's messages (as bytes) and its status.
+struct RawResult {
+  std::vector<std::string> replies;
+  grpc::Status status;
+  int writes_accepted = 0;
+};
+
+// One call of `method` on `channel` through grpc::GenericStub: writes every
+// message of `messages` as raw bytes (stopping if the server ends the call),
+// half-closes, reads every reply, and returns them with the final status.
+RawResult RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::string& method,
+                  const std::vector<std::string>& messages) {
+  RawResult result;
+  grpc::GenericStub stub(channel);
+  grpc::CompletionQueue cq;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(20)));
+  std::unique_ptr<grpc::GenericClientAsyncReaderWriter> call =
+      stub.PrepareCall(&context, method, &cq);
+  intptr_t next_tag = 1;
+  const auto step = [&](auto start) {
+    const intptr_t tag = next_tag++;
+    start(reinterpret_cast<void*>(tag));
+    void* got = nullptr;
+    bool ok = false;
+    const bool next = cq.Next(&got, &ok);
+    EXPECT_TRUE(next && reinterpret_cast<intptr_t>(got) == tag) << "unexpected completion";
+    return next && ok;
+  };
+  if (step([&](void* t) { call->StartCall(t); })) {
+    for (const std::string& m : messages) {
+      grpc::Slice slice(m);
+      grpc::ByteBuffer buffer(&slice, 1);
+      if (!step([&](void* t) { call->Write(buffer, t); })) break;
+      ++result.writes_accepted;
+    }
+    step([&](void* t) { call->WritesDone(t); });
+    for (;;) {
+      grpc::ByteBuffer reply;
+      if (!step([&](void* t) { call->Read(&reply, t); })) break;
+      std::vector<grpc::Slice> slices;
+      std::string bytes;
+      if (reply.Dump(&slices).ok()) {
+        for (const grpc::Slice& slice : slices) {
+          bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+        }
+      }
+      result.replies.push_back(std::move(bytes));
+    }
+  }
+  step([&](void* t) { call->Finish(&result.status, t); });
+  cq.Shutdown();
+  void* tag;
+  bool ok;
+  while (cq.Next(&tag, &ok)) {
+  }
+  return result;
+}
 
 class HardeningTest : public ::testing::Test {
  protected:
@@ -70,6 +135,7 @@ class HardeningTest : public ::testing::Test {
     c.address = server_->local_address();
     c.default_deadline = absl::Seconds(20);
     client_ = *VerifierClient::Create(c);
+    channel_ = grpc::CreateChannel(server_->local_address(), grpc::InsecureChannelCredentials());
   }
 
   v1::VerifyRequest Request(int first, int n, v1::KvReturn kv_return,
@@ -111,6 +177,7 @@ class HardeningTest : public ::testing::Test {
   ControllableBackend* backend_ = nullptr;
   std::unique_ptr<VerifierServer> server_;
   std::unique_ptr<VerifierClient> client_;
+  std::shared_ptr<grpc::Channel> channel_;
 };
 
 // Defect 1: first_row + num_rows overflowed int64 (UBSan abort; the release
@@ -142,6 +209,67 @@ TEST_F(HardeningTest, FetchKvRangeThatOverflowsInt64IsOutOfRange) {
   absl::StatusOr<std::string> last = client_->FetchKv(id, range);
   ASSERT_THAT(last, IsOk());
   EXPECT_EQ(last->size(), size_t{kRowBytes});
+}
+
+// Defect 4: a unary (or server-streaming) request that does not parse was
+// answered UNIMPLEMENTED with an empty message (gRPC's typed callback
+// handlers drop the parse error). Every method now answers INVALID_ARGUMENT
+// naming the message type, and the server goes on serving.
+TEST_F(HardeningTest, UndecodableRequestIsInvalidArgumentOnEveryMethod) {
+  Start();
+  const std::vector<std::pair<std::string, std::string>> methods = {
+      {"Verify", "VerifyRequest"},
+      {"FetchKv", "FetchKvRequest"},
+      {"ReleaseKv", "ReleaseKvRequest"},
+      {"GetServerInfo", "GetServerInfoRequest"}};
+  for (const auto& [method, type] : methods) {
+    RawResult r = RawCall(channel_, "/specverify.v1.Verifier/" + method, {kUndecodable});
+    EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << method;
+    EXPECT_THAT(r.status.error_message(),
+                HasSubstr("could not be parsed as specverify.v1." + type))
+        << method;
+    EXPECT_TRUE(r.replies.empty()) << method;
+  }
+  // A well-formed message over the same raw path is served.
+  v1::GetServerInfoRequest info_request;
+  RawResult info = RawCall(channel_, "/specverify.v1.Verifier/GetServerInfo",
+                           {Serialized(info_request)});
+  ASSERT_TRUE(info.status.ok()) << info.status.error_message();
+  ASSERT_EQ(info.replies.size(), 1u);
+  v1::ServerInfo parsed;
+  ASSERT_TRUE(parsed.ParseFromString(info.replies[0]));
+  EXPECT_EQ(parsed.backend(), "cpu");
+  absl::StatusOr<v1::VerifyResponse> ok = client_->Verify(Request(0, 2, v1::KV_RETURN_INLINE));
+  ASSERT_THAT(ok, IsOk());
+  EXPECT_THAT(Check(0, 2, v1::KV_RETURN_INLINE, *ok), IsOk());
+}
+
+// Defect 3: a message on VerifyStream that does not parse ended the stream
+// with OK, and the requests after it were dropped silently. Now the requests
+// read before it are answered, then the stream ends INVALID_ARGUMENT saying
+// which message could not be parsed and that nothing after it was read.
+TEST_F(HardeningTest, UndecodableStreamMessageEndsTheStreamWithInvalidArgument) {
+  Start();
+  RawResult r = RawCall(channel_, "/specverify.v1.Verifier/VerifyStream",
+                        {Serialized(Request(0, 2, v1::KV_RETURN_INLINE, "first")), kUndecodable,
+                         Serialized(Request(2, 2, v1::KV_RETURN_INLINE, "after"))});
+  EXPECT_EQ(r.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(r.status.error_message(),
+              HasSubstr("VerifyStream message 2 could not be parsed as specverify.v1.VerifyRequest"));
+  EXPECT_THAT(r.status.error_message(), HasSubstr("no request after it was read"));
+  ASSERT_EQ(r.replies.size(), 1u);
+  v1::VerifyStreamResponse answer;
+  ASSERT_TRUE(answer.ParseFromString(r.replies[0]));
+  EXPECT_EQ(answer.request_id(), "first");
+  ASSERT_TRUE(answer.has_response()) << answer.error().message();
+  EXPECT_THAT(Check(0, 2, v1::KV_RETURN_INLINE, answer.response()), IsOk());
+
+  // A well-formed stream on the same channel is served to the end with OK.
+  RawResult good = RawCall(channel_, "/specverify.v1.Verifier/VerifyStream",
+                           {Serialized(Request(4, 1, v1::KV_RETURN_INLINE, "a")),
+                            Serialized(Request(5, 1, v1::KV_RETURN_INLINE, "b"))});
+  EXPECT_TRUE(good.status.ok()) << good.status.error_message();
+  EXPECT_EQ(good.replies.size(), 2u);
 }
 
 }  // namespace
