@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/backend/batch.h"
 #include "specverify/v1/verifier.pb.h"
 
@@ -43,6 +44,14 @@ int64_t DataTypeSize(int dtype);
 
 absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     const v1::VerifyRequest& request, const RequestLimits& limits);
+
+// request_id: at most kMaxRequestIdBytes (checked before anything echoes it).
+absl::Status ValidateRequestId(absl::string_view request_id);
+
+// A KV handle sent by a client (FetchKv, ReleaseKv): non-empty and in the
+// arena's format, kHandleIdChars lowercase hex digits; the message quotes a
+// malformed handle only up to a bound (server/common/echo.h).
+absl::Status ValidateHandleField(absl::string_view handle);
 
 // The handle field and row range of a FetchKvRequest (its rows are checked
 // against the handle later).

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "server/common/echo.h"
 #include "server/rpc/wire.h"
 
 namespace specverify::server {
@@ -153,6 +154,11 @@ class VerifyStreamReactor final
   void Handle(std::unique_ptr<v1::VerifyRequest> request) {
     const absl::Time arrival = service_->clock()->Now();
     const std::string id = request->request_id();
+    // Checked before the id is used or echoed anywhere (issue #15).
+    if (absl::Status s = ValidateRequestId(id); !s.ok()) {
+      Answer(id, std::move(s), arrival);
+      return;
+    }
     if (id.empty()) {
       Answer(id, absl::InvalidArgumentError(
                      "request_id is empty; VerifyStream requires a request_id "
@@ -168,7 +174,7 @@ class VerifyStreamReactor final
     }
     if (duplicate) {
       Answer(id, absl::InvalidArgumentError(absl::StrCat(
-                     "request_id \"", id, "\" is already in flight on this stream; "
+                     "request_id ", EchoForMessage(id), " is already in flight on this stream; "
                      "ids must be unique among the stream's requests in flight")),
              arrival);
       return;
@@ -506,9 +512,7 @@ grpc::ServerUnaryReactor* VerifierService::ReleaseKv(grpc::CallbackServerContext
   const absl::Time arrival = clock_->Now();
   v1::ReleaseKvRequest request;
   absl::Status status = ParseMessage(*raw_request, "the request", &request);
-  if (status.ok() && request.handle().empty()) {
-    status = absl::InvalidArgumentError("handle is empty");
-  }
+  if (status.ok()) status = ValidateHandleField(request.handle());
   if (status.ok()) {
     absl::StatusOr<int64_t> released = options_.arena->Release(request.handle());
     if (released.ok()) {

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "client/greedy_requests.h"
 #include "client/verifier_client.h"
@@ -39,6 +40,16 @@ constexpr int64_t kRowBytes = 64;
 
 // Bytes that are no protobuf message: field 1 with wire type 7 (invalid).
 const std::string kUndecodable("\x0f\x01\x02", 3);
+
+// Polls `done` (bounded) for state changes that have no notification hook.
+bool Eventually(const std::function<bool()>& done, absl::Duration limit = absl::Seconds(10)) {
+  const absl::Time deadline = absl::Now() + limit;
+  while (!done()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
+}
 
 std::string Serialized(const google::protobuf::Message& m) { return m.SerializeAsString(); }
 
@@ -270,6 +281,101 @@ TEST_F(HardeningTest, UndecodableStreamMessageEndsTheStreamWithInvalidArgument) 
                             Serialized(Request(5, 1, v1::KV_RETURN_INLINE, "b"))});
   EXPECT_TRUE(good.status.ok()) << good.status.error_message();
   EXPECT_EQ(good.replies.size(), 2u);
+}
+
+// Defect 2: an 8,000-character handle was echoed into the status message,
+// whose trailer then exceeded gRPC's metadata limit and broke other calls on
+// the same connection. Malformed handles are now INVALID_ARGUMENT naming the
+// field and the format with a bounded echo, and a Verify in flight on the
+// same channel at that moment completes correctly.
+TEST_F(HardeningTest, OversizedHandleGetsAShortErrorAndTheConnectionKeepsServing) {
+  Start();
+  backend_->Pause();
+  absl::Notification verified;
+  absl::StatusOr<v1::VerifyResponse> in_flight;
+  client_->VerifyAsync(Request(0, 3, v1::KV_RETURN_INLINE),
+                       [&](absl::StatusOr<v1::VerifyResponse> r) {
+                         in_flight = std::move(r);
+                         verified.Notify();
+                       });
+  ASSERT_TRUE(Eventually([&] { return backend_->held_batches() == 1; }));
+
+  const std::string huge(8000, 'a');  // hex digits, but not a handle's length
+  absl::StatusOr<std::string> fetched = client_->FetchKv(huge);
+  EXPECT_THAT(fetched, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr("handle is 8000 bytes; a KV handle is 32 lowercase hex "
+                                          "digits")));
+  EXPECT_LT(fetched.status().message().size(), 200u) << fetched.status().message();
+  absl::StatusOr<int64_t> released = client_->ReleaseKv(huge);
+  EXPECT_THAT(released, StatusIs(absl::StatusCode::kInvalidArgument,
+                                 HasSubstr("handle is 8000 bytes")));
+  EXPECT_LT(released.status().message().size(), 200u) << released.status().message();
+
+  backend_->Resume();
+  verified.WaitForNotification();
+  ASSERT_THAT(in_flight, IsOk());
+  EXPECT_THAT(Check(0, 3, v1::KV_RETURN_INLINE, *in_flight), IsOk());
+}
+
+// Handles of the right length with other characters are INVALID_ARGUMENT
+// too; a well-formed unknown handle is NOT_FOUND and named.
+TEST_F(HardeningTest, MalformedHandlesAreInvalidArgumentAndUnknownOnesNotFound) {
+  Start();
+  for (const std::string& bad : {std::string(32, 'A'), std::string(31, 'a') + "-",
+                                 std::string(31, 'a') + "\x01", std::string("deadbeef")}) {
+    EXPECT_THAT(client_->FetchKv(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("32 lowercase hex digits")))
+        << bad;
+    EXPECT_THAT(client_->ReleaseKv(bad),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("32 lowercase hex digits")))
+        << bad;
+  }
+  const std::string unknown(32, '0');
+  EXPECT_THAT(client_->FetchKv(unknown),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr(absl::StrCat("\"", unknown, "\" is unknown, released or expired"))));
+  EXPECT_THAT(client_->ReleaseKv(unknown), StatusIs(absl::StatusCode::kNotFound, HasSubstr(unknown)));
+}
+
+// On VerifyStream a request_id is checked for length before anything echoes
+// it: an 8,000-byte id gets its own short INVALID_ARGUMENT naming the limit,
+// and long (but valid) ids are echoed in messages only up to a bound.
+TEST_F(HardeningTest, StreamRequestIdsAreBoundedBeforeTheyAreEchoed) {
+  options_.max_queue_delay_us = 200'000;  // keeps the first in flight while the duplicate arrives
+  Start();
+  absl::Mutex mu;
+  std::vector<v1::VerifyStreamResponse> answers;
+  auto session = *client_->OpenStream([&](const v1::VerifyStreamResponse& r) {
+    absl::MutexLock lock(&mu);
+    answers.push_back(r);
+  });
+  const std::string huge(8000, 'x');
+  const std::string long_id(128, 'y');  // at the limit: accepted
+  ASSERT_THAT(session->Send(Request(0, 1, v1::KV_RETURN_INLINE, huge)), IsOk());
+  ASSERT_THAT(session->Send(Request(1, 1, v1::KV_RETURN_INLINE, long_id)), IsOk());
+  ASSERT_THAT(session->Send(Request(2, 1, v1::KV_RETURN_INLINE, long_id)), IsOk());
+  ASSERT_THAT(session->Finish(), IsOk());
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(answers.size(), 3u);
+  int errors = 0;
+  for (const v1::VerifyStreamResponse& a : answers) {
+    if (a.has_response()) {
+      EXPECT_EQ(a.request_id(), long_id);
+      EXPECT_THAT(Check(1, 1, v1::KV_RETURN_INLINE, a.response()), IsOk());
+      continue;
+    }
+    ++errors;
+    EXPECT_EQ(a.error().code(), static_cast<int>(absl::StatusCode::kInvalidArgument));
+    EXPECT_LT(a.error().message().size(), 250u) << a.error().message();
+    if (a.request_id() == huge) {
+      EXPECT_THAT(a.error().message(), HasSubstr("request_id is 8000 bytes; limit 128"));
+    } else {
+      EXPECT_EQ(a.request_id(), long_id);
+      EXPECT_THAT(a.error().message(), HasSubstr("is already in flight on this stream"));
+      EXPECT_THAT(a.error().message(), HasSubstr("...\" (128 bytes)"));
+    }
+  }
+  EXPECT_EQ(errors, 2);
 }
 
 }  // namespace
