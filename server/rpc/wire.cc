@@ -27,6 +27,7 @@ absl::Status ParseMessage(const grpc::ByteBuffer& raw, absl::string_view what,
 
 absl::Status SerializeMessage(const google::protobuf::MessageLite& message,
                               grpc::ByteBuffer* out) {
+  out->Clear();  // gRPC's writer requires an empty buffer
   bool own_buffer = false;
   grpc::Status status =
       grpc::SerializationTraits<google::protobuf::MessageLite>::Serialize(message, out,

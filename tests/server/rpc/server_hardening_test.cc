@@ -2,8 +2,10 @@
 // port, driven over gRPC by the client library, the generated stub and raw
 // GenericStub calls carrying bytes that are not valid messages.
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
+#include <span>
 #include <memory>
 #include <string>
 #include <thread>
@@ -115,15 +117,7 @@ RawResult RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::stri
 class HardeningTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    GreedyWorkloadOptions w;
-    w.num_sequences = 256;
-    w.gamma_min = 2;
-    w.gamma_max = 8;
-    w.alpha = 0.8;
-    w.row_bytes = kRowBytes;
-    w.vocab_size = 32000;
-    w.seed = 15;
-    workload_ = *GenerateGreedyWorkload(w);
+    UseWorkload(kRowBytes, 0.8);
     options_.listen_address = "127.0.0.1:0";
     options_.metrics_address = "";
     options_.max_queue_delay_us = 300;
@@ -133,6 +127,19 @@ class HardeningTest : public ::testing::Test {
   }
   void TearDown() override {
     if (server_ != nullptr) (void)server_->Shutdown(absl::Seconds(5));
+  }
+
+  // Sequences with gamma in [2, 8], per-position acceptance `alpha`.
+  void UseWorkload(int64_t row_bytes, double alpha) {
+    GreedyWorkloadOptions w;
+    w.num_sequences = 256;
+    w.gamma_min = 2;
+    w.gamma_max = 8;
+    w.alpha = alpha;
+    w.row_bytes = row_bytes;
+    w.vocab_size = 32000;
+    w.seed = 15;
+    workload_ = *GenerateGreedyWorkload(w);
   }
 
   void Start() {
@@ -376,6 +383,25 @@ TEST_F(HardeningTest, StreamRequestIdsAreBoundedBeforeTheyAreEchoed) {
     }
   }
   EXPECT_EQ(errors, 2);
+}
+
+// Serialized answers reuse one buffer per FetchKv stream: a fetch of several
+// chunks too large for gRPC's single-slice serialization must stream them
+// all (the raw FetchKv of 38de56f aborted on the second such chunk:
+// "assertion failed: !byte_buffer->Valid()" in proto_buffer_writer.h).
+TEST_F(HardeningTest, FetchKvStreamsSeveralLargeChunks) {
+  UseWorkload(/*row_bytes=*/16384, /*alpha=*/0.9);
+  Start();
+  absl::StatusOr<v1::VerifyResponse> r = client_->Verify(Request(0, 8, v1::KV_RETURN_HANDLE));
+  ASSERT_THAT(r, IsOk());
+  const std::span<const std::byte> expected = client::ExpectedPackedKv(workload_, 0, 8);
+  VerifierClient::FetchOptions chunks;
+  chunks.chunk_bytes = 64 << 10;
+  ASSERT_GT(expected.size(), size_t{4 * chunks.chunk_bytes});
+  absl::StatusOr<std::string> fetched = client_->FetchKv(r->kv().id(), chunks);
+  ASSERT_THAT(fetched, IsOk());
+  ASSERT_EQ(fetched->size(), expected.size());
+  EXPECT_EQ(0, std::memcmp(fetched->data(), expected.data(), expected.size()));
 }
 
 }  // namespace
