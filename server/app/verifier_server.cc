@@ -10,6 +10,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "server/app/version.h"
 #include "server/backend/backend_factory.h"
+#include "server/rpc/protobuf_log.h"
 
 namespace specverify::server {
 
@@ -18,6 +19,8 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     std::unique_ptr<Backend> backend) {
   if (metrics == nullptr) return absl::InvalidArgumentError("metrics is null");
   if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
+  // One protobuf log line per call site per 10 s, not one per bad request.
+  InstallRateLimitedProtobufLogging();
   std::unique_ptr<VerifierServer> server(new VerifierServer);
   server->options_ = options;
   server->metrics_ = metrics;

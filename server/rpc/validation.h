@@ -18,6 +18,10 @@
 namespace specverify::server {
 
 inline constexpr int64_t kMaxRequestIdBytes = 128;
+// FetchKv chunks are at least this large: a request asking for less (1 byte
+// meant one gRPC message per byte) is raised to it. --fetch_chunk_bytes has
+// the same minimum.
+inline constexpr int64_t kMinFetchChunkBytes = 4096;
 
 struct RequestLimits {
   int32_t max_sequences_per_request = 256;

@@ -370,7 +370,10 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     const int64_t wanted = request.chunk_bytes() > 0
                                ? request.chunk_bytes()
                                : service_.options().default_chunk_bytes;
-    chunk_bytes_ = std::clamp<int64_t>(wanted, 1, service_.options().max_chunk_bytes);
+    // Raised to kMinFetchChunkBytes (issue #15: chunk_bytes=1 was one message
+    // per byte), lowered to what fits in a message.
+    chunk_bytes_ = std::max<int64_t>(
+        1, std::min(std::max(wanted, kMinFetchChunkBytes), service_.options().max_chunk_bytes));
     return absl::OkStatus();
   }
 

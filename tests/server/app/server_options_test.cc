@@ -79,6 +79,13 @@ TEST(ServerOptionsTest, InvalidValuesAreNamed) {
               StatusIs(kInvalid, HasSubstr("--drain_timeout_ms is -1")));
   EXPECT_THAT(ParseServerFlags({"--max_message_bytes=100"}),
               StatusIs(kInvalid, HasSubstr("--max_message_bytes is 100")));
+  // Issue #15: FetchKv chunks of at least 4 KiB (and room for one in a message).
+  EXPECT_THAT(ParseServerFlags({"--fetch_chunk_bytes=1"}),
+              StatusIs(kInvalid, HasSubstr("--fetch_chunk_bytes is 1; must lie in [4096, "
+                                           "max_message_bytes - 4096 = ")));
+  EXPECT_THAT(ParseServerFlags({"--max_message_bytes=8191", "--fetch_chunk_bytes=4096"}),
+              StatusIs(kInvalid, HasSubstr("--max_message_bytes is 8191; must lie in [8192, ")));
+  EXPECT_THAT(ParseServerFlags({"--max_message_bytes=8192", "--fetch_chunk_bytes=4096"}), IsOk());
   EXPECT_THAT(ParseServerFlags({"--cpu_threads"}), StatusIs(kInvalid, HasSubstr("--cpu_threads needs a value")));
 }
 

@@ -22,6 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/app/verifier_server.h"
+#include "server/rpc/protobuf_log.h"
 #include "tests/server/testing/controllable_backend.h"
 #include "tests/testing/status_matchers.h"
 
@@ -402,6 +403,99 @@ TEST_F(HardeningTest, FetchKvStreamsSeveralLargeChunks) {
   ASSERT_THAT(fetched, IsOk());
   ASSERT_EQ(fetched->size(), expected.size());
   EXPECT_EQ(0, std::memcmp(fetched->data(), expected.data(), expected.size()));
+}
+
+// Defect 9: FetchKv accepted chunk_bytes=1, one gRPC message per byte. A
+// request asking for less than 4 KiB gets 4 KiB chunks; the bytes are the
+// handle's rows.
+TEST_F(HardeningTest, FetchKvChunksAreAtLeastTheMinimum) {
+  UseWorkload(/*row_bytes=*/1024, /*alpha=*/0.9);
+  Start();
+  absl::StatusOr<v1::VerifyResponse> r = client_->Verify(Request(0, 8, v1::KV_RETURN_HANDLE));
+  ASSERT_THAT(r, IsOk());
+  const std::span<const std::byte> expected = client::ExpectedPackedKv(workload_, 0, 8);
+  ASSERT_GT(expected.size(), size_t{2 * kMinFetchChunkBytes});  // several chunks
+
+  auto stub = v1::Verifier::NewStub(channel_);
+  for (int64_t asked : {int64_t{1}, int64_t{7}, kMinFetchChunkBytes - 1}) {
+    grpc::ClientContext context;
+    v1::FetchKvRequest request;
+    request.set_handle(r->kv().id());
+    request.set_chunk_bytes(asked);
+    auto reader = stub->FetchKv(&context, request);
+    v1::FetchKvChunk chunk;
+    std::string bytes;
+    std::vector<size_t> sizes;
+    while (reader->Read(&chunk)) {
+      sizes.push_back(chunk.data().size());
+      bytes += chunk.data();
+    }
+    ASSERT_TRUE(reader->Finish().ok()) << asked;
+    ASSERT_EQ(bytes.size(), expected.size()) << asked;
+    EXPECT_EQ(0, std::memcmp(bytes.data(), expected.data(), bytes.size())) << asked;
+    const size_t chunks = (expected.size() + kMinFetchChunkBytes - 1) / kMinFetchChunkBytes;
+    ASSERT_EQ(sizes.size(), chunks) << "chunk_bytes " << asked;
+    for (size_t i = 0; i + 1 < sizes.size(); ++i) EXPECT_EQ(sizes[i], size_t{kMinFetchChunkBytes});
+  }
+}
+
+// Defect 9: one libprotobuf ERROR line per request whose request_id is not
+// valid UTF-8 flooded the log. Such requests are answered INVALID_ARGUMENT
+// (the message does not parse) and the server's protobuf log handler prints
+// at most one line per call site per 10 s.
+TEST_F(HardeningTest, InvalidUtf8RequestIdsAreAnsweredAndDoNotFloodTheLog) {
+  Start();
+  // Serialized by hand (a placeholder patched to bytes that are not UTF-8),
+  // so that the client side logs nothing.
+  const std::string placeholder = "@@@@";
+  std::string bytes = Serialized(Request(0, 1, v1::KV_RETURN_INLINE, placeholder));
+  const size_t at = bytes.find(placeholder);
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, placeholder.size(), std::string("\xff\xfe\xc0\x80", 4));
+
+  constexpr int kRequests = 200;
+  ::testing::internal::CaptureStderr();
+  int invalid = 0;
+  std::string first_message;
+  for (int i = 0; i < kRequests; ++i) {
+    RawResult r = RawCall(channel_, "/specverify.v1.Verifier/Verify", {bytes});
+    if (r.status.error_code() == grpc::StatusCode::INVALID_ARGUMENT) ++invalid;
+    if (i == 0) first_message = r.status.error_message();
+  }
+  // The stream path: the stream ends INVALID_ARGUMENT at that message.
+  RawResult stream = RawCall(channel_, "/specverify.v1.Verifier/VerifyStream", {bytes});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+
+  EXPECT_EQ(invalid, kRequests);
+  EXPECT_THAT(first_message, HasSubstr("could not be parsed as specverify.v1.VerifyRequest"));
+  EXPECT_THAT(first_message, HasSubstr("not valid UTF-8"));
+  EXPECT_EQ(stream.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  int lines = 0;
+  for (size_t p = log.find("invalid UTF-8"); p != std::string::npos;
+       p = log.find("invalid UTF-8", p + 1)) {
+    ++lines;
+  }
+  EXPECT_GE(lines, 1) << log;  // the first one is reported
+  EXPECT_LE(lines, 2) << log;  // (2: the test crossed one 10 s boundary)
+  // The server still serves.
+  absl::StatusOr<v1::VerifyResponse> ok = client_->Verify(Request(0, 2, v1::KV_RETURN_INLINE, "ok"));
+  ASSERT_THAT(ok, IsOk());
+  EXPECT_THAT(Check(0, 2, v1::KV_RETURN_INLINE, *ok), IsOk());
+}
+
+TEST(LogRateLimiterTest, OneLinePerSitePerIntervalWithTheSuppressedCount) {
+  LogRateLimiter limiter(absl::Seconds(10));
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  int64_t suppressed = -1;
+  EXPECT_TRUE(limiter.Admit("a.cc:1", t0, &suppressed));
+  EXPECT_EQ(suppressed, 0);
+  for (int i = 1; i <= 5; ++i) EXPECT_FALSE(limiter.Admit("a.cc:1", t0 + absl::Seconds(i), &suppressed));
+  EXPECT_TRUE(limiter.Admit("b.cc:2", t0 + absl::Seconds(1), &suppressed));  // its own budget
+  EXPECT_EQ(suppressed, 0);
+  EXPECT_FALSE(limiter.Admit("a.cc:1", t0 + absl::Seconds(10) - absl::Nanoseconds(1), &suppressed));
+  EXPECT_TRUE(limiter.Admit("a.cc:1", t0 + absl::Seconds(10), &suppressed));
+  EXPECT_EQ(suppressed, 6);
+  EXPECT_FALSE(limiter.Admit("a.cc:1", t0 + absl::Seconds(11), &suppressed));
 }
 
 }  // namespace

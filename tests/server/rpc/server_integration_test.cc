@@ -367,7 +367,7 @@ TEST_F(ServerTest, FetchRangesChunksReleaseAndUnknownHandles) {
   VerifierClient::FetchOptions range;
   range.first_row = 1;
   range.num_rows = 2;
-  range.chunk_bytes = 7;  // odd chunks: many, with a short tail
+  range.chunk_bytes = 7;  // raised to the 4096-byte minimum (server_hardening_test)
   absl::StatusOr<std::string> part = client_->FetchKv(id, range);
   ASSERT_THAT(part, IsOk());
   ASSERT_EQ(part->size(), size_t{2 * kRowBytes});
