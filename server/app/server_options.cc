@@ -92,6 +92,10 @@ const std::map<std::string, Flag>& Flags() {
       {"fetch_chunk_bytes", IntFlag(&ServerOptions::fetch_chunk_bytes,
                                     "default FetchKv chunk, [4096, max_message_bytes - 4096]; "
                                     "requests asking for less get 4096")},
+      {"max_stream_buffered_answers",
+       IntFlag(&ServerOptions::max_stream_buffered_answers,
+               "answers one VerifyStream may owe (in flight + unwritten) before the server "
+               "stops reading it until one is written, [1, 65536]")},
       {"device", StringFlag(&ServerOptions::device, "auto | cpu | cuda:N | noop")},
       {"metrics_address", StringFlag(&ServerOptions::metrics_address,
                                      "Prometheus /metrics host:port; empty disables")},
@@ -185,6 +189,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return Bad("fetch_chunk_bytes",
                absl::StrCat("is ", o.fetch_chunk_bytes, "; must lie in [", kMinFetchChunkBytes,
                             ", max_message_bytes - 4096 = ", o.max_message_bytes - 4096, "]"));
+  }
+  if (o.max_stream_buffered_answers < 1 || o.max_stream_buffered_answers > 65536) {
+    return Bad("max_stream_buffered_answers",
+               absl::StrCat("is ", o.max_stream_buffered_answers, "; must lie in [1, 65536]"));
   }
   if (absl::StatusOr<DeviceSpec> d = ParseDeviceSpec(o.device); !d.ok()) {
     return Bad("device", absl::StrCat("is \"", o.device, "\"; ", d.status().message()));

@@ -109,6 +109,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
       std::max<int64_t>(options.max_batch_bytes, options.max_message_bytes);
   service_options.default_chunk_bytes = options.fetch_chunk_bytes;
   service_options.max_chunk_bytes = options.max_message_bytes - 4096;
+  service_options.max_stream_buffered_answers = options.max_stream_buffered_answers;
   service_options.info = info;
   service_options.batcher = server->batcher_.get();
   service_options.arena = server->arena_.get();

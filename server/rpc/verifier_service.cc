@@ -71,6 +71,14 @@ class VerifyReactor final : public grpc::ServerUnaryReactor {
 // read before it are answered, then the stream finishes INVALID_ARGUMENT
 // naming the message (its request_id cannot be known, so it cannot be
 // answered on its own).
+//
+// Back-pressure (issue #15): the answers a stream owes (requests admitted
+// and not yet answered, plus answers not yet written) are bounded by
+// max_stream_buffered_answers. At the bound the reactor stops reading (no
+// StartRead), so HTTP/2 flow control stops the client's writes; it reads
+// again once an answer has been written and the count is below the bound.
+// A client that never reads its answers thus holds at most that many on the
+// server instead of every answer it provoked.
 class VerifyStreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
@@ -100,12 +108,19 @@ class VerifyStreamReactor final
       return;
     }
     Handle(std::move(request));
-    StartRead(&incoming_);
+    bool read_now;
+    {
+      absl::MutexLock lock(&mu_);
+      read_now = OwedLocked() < service_->options().max_stream_buffered_answers;
+      read_paused_ = !read_now;
+    }
+    if (read_now) StartRead(&incoming_);
   }
 
   void OnWriteDone(bool ok) override {
     const grpc::ByteBuffer* next = nullptr;
     bool finish = false;
+    bool resume_reading;
     {
       absl::MutexLock lock(&mu_);
       writes_.pop_front();
@@ -119,7 +134,9 @@ class VerifyStreamReactor final
         writing_ = false;
         finish = ShouldFinishLocked();
       }
+      resume_reading = ResumeReadingLocked();
     }
+    if (resume_reading) StartRead(&incoming_);
     if (next != nullptr) {
       StartWrite(next);
     } else if (finish) {
@@ -215,13 +232,17 @@ class VerifyStreamReactor final
     entry.reset();
     const grpc::ByteBuffer* start = nullptr;
     bool finish = false;
+    bool resume_reading;
     {
       absl::MutexLock lock(&mu_);
       ids_.erase(id);
       --outstanding_;
       start = QueueWriteLocked(std::move(answer));
       finish = start == nullptr && ShouldFinishLocked();
+      // Only lowers the count when writing failed (the answer is dropped).
+      resume_reading = ResumeReadingLocked();
     }
+    if (resume_reading) StartRead(&incoming_);
     if (start != nullptr) {
       StartWrite(start);
     } else if (finish) {
@@ -272,6 +293,22 @@ class VerifyStreamReactor final
     return &writes_.front();
   }
 
+  // Answers this stream owes: admitted and unanswered, or not yet written.
+  int64_t OwedLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return outstanding_ + static_cast<int64_t>(writes_.size());
+  }
+
+  // True when reading was paused at the bound and may go on now; the caller
+  // then calls StartRead (outside the lock). At most one read is pending.
+  bool ResumeReadingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!read_paused_ || reads_done_ ||
+        OwedLocked() >= service_->options().max_stream_buffered_answers) {
+      return false;
+    }
+    read_paused_ = false;
+    return true;
+  }
+
   bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (finished_ || !reads_done_ || outstanding_ > 0 || writing_) return false;
     finished_ = true;
@@ -309,6 +346,8 @@ class VerifyStreamReactor final
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  // Reading stopped at max_stream_buffered_answers; no read is pending.
+  bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 

@@ -32,6 +32,9 @@ struct VerifierServiceOptions {
   // max_chunk_bytes (below the max message size).
   int64_t default_chunk_bytes = int64_t{1} << 20;
   int64_t max_chunk_bytes = (int64_t{64} << 20) - 4096;
+  // Answers one VerifyStream may owe (admitted and unanswered, or not yet
+  // written) before it stops reading requests until one has been written.
+  int64_t max_stream_buffered_answers = 64;
   v1::ServerInfo info;  // what GetServerInfo answers
   Batcher* batcher = nullptr;
   KvArena* arena = nullptr;

@@ -19,6 +19,20 @@ TEST(ServerOptionsTest, DefaultsAreValid) {
   ASSERT_THAT(o, IsOk());
   EXPECT_EQ(o->metrics_address, "0.0.0.0:9401");
   EXPECT_EQ(o->device, "auto");
+  EXPECT_EQ(o->max_stream_buffered_answers, 64);
+}
+
+// Issue #15: the per-stream bound on owed answers is a validated flag.
+TEST(ServerOptionsTest, MaxStreamBufferedAnswersIsBounded) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({"--max-stream-buffered-answers=8"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_stream_buffered_answers, 8);
+  EXPECT_THAT(ParseServerFlags({"--max_stream_buffered_answers=0"}),
+              StatusIs(kInvalid, HasSubstr("--max_stream_buffered_answers is 0; must lie in "
+                                           "[1, 65536]")));
+  EXPECT_THAT(ParseServerFlags({"--max_stream_buffered_answers=65537"}),
+              StatusIs(kInvalid, HasSubstr("--max_stream_buffered_answers is 65537")));
+  EXPECT_THAT(FlagsHelp(), HasSubstr("--max_stream_buffered_answers (default \"64\")"));
 }
 
 TEST(ServerOptionsTest, ParsesBothSpellingsAndForms) {

@@ -8,9 +8,11 @@
 #include <span>
 #include <memory>
 #include <string>
+#include <atomic>
 #include <thread>
 #include <vector>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -115,6 +117,28 @@ RawResult RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::stri
   return result;
 }
 
+// Counts the requests a server answered on VerifyStream.
+class StreamCountingMetrics final : public ServerMetrics {
+ public:
+  void SetIdentity(const ServerIdentity&) override {}
+  void OnRequestFinished(RpcMethod method, absl::StatusCode, absl::Duration) override {
+    if (method == RpcMethod::kVerifyStream) stream_answered_.fetch_add(1);
+  }
+  void OnRequestRejected(RejectReason) override {}
+  void OnQueueDelay(absl::Duration) override {}
+  void OnBatchExecuted(const BatchReport&) override {}
+  void SetQueuedSequences(int64_t) override {}
+  void SetInFlightSequences(int64_t) override {}
+  void SetArenaUsage(int64_t, int64_t, int64_t) override {}
+  void OnHandlesExpired(int64_t) override {}
+  void OnDeviceError() override {}
+  void SetServing(bool) override {}
+  int stream_answered() const { return stream_answered_.load(); }
+
+ private:
+  std::atomic<int> stream_answered_{0};
+};
+
 class HardeningTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -192,7 +216,7 @@ class HardeningTest : public ::testing::Test {
 
   GreedyWorkload workload_;
   ServerOptions options_;
-  NoopServerMetrics metrics_;
+  StreamCountingMetrics metrics_;
   ControllableBackend* backend_ = nullptr;
   std::unique_ptr<VerifierServer> server_;
   std::unique_ptr<VerifierClient> client_;
@@ -496,6 +520,101 @@ TEST(LogRateLimiterTest, OneLinePerSitePerIntervalWithTheSuppressedCount) {
   EXPECT_TRUE(limiter.Admit("a.cc:1", t0 + absl::Seconds(10), &suppressed));
   EXPECT_EQ(suppressed, 6);
   EXPECT_FALSE(limiter.Admit("a.cc:1", t0 + absl::Seconds(11), &suppressed));
+}
+
+// Defect 8: a VerifyStream whose client never read made the server buffer
+// every answer (RSS 279 -> 612 MB for 400 answers of 768 KiB). With
+// --max_stream_buffered_answers=4 the server admits 4 requests, then stops
+// reading the stream while their answers wait for the client; the client's
+// writes stall in flow control. Once the client reads, every answer arrives,
+// in order, correct.
+TEST_F(HardeningTest, StreamWhoseClientDoesNotReadStopsBeingReadUntilItDoes) {
+  constexpr int kBound = 4;
+  constexpr int kRequests = 40;
+  // Every row accepted: inline answers of 2-8 rows of 64 KiB (128-512 KiB),
+  // more than the client's flow-control window, so none is delivered unread.
+  UseWorkload(/*row_bytes=*/64 << 10, /*alpha=*/1.0);
+  options_.max_stream_buffered_answers = kBound;
+  options_.kv_arena_bytes = 64 << 20;
+  Start();
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);  // the client's window stays at 64 KiB
+  args.SetMaxReceiveMessageSize(16 << 20);
+  auto stub = v1::Verifier::NewStub(
+      grpc::CreateCustomChannel(server_->local_address(), grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
+  auto stream = stub->VerifyStream(&context);
+  std::atomic<int> written{0};
+  std::thread writer([&] {
+    for (int i = 0; i < kRequests; ++i) {
+      if (!stream->Write(Request(i, 1, v1::KV_RETURN_INLINE, absl::StrCat("r", i)))) return;
+      written.fetch_add(1);
+    }
+    stream->WritesDone();
+  });
+  // Whatever fails below, the writer (blocked in flow control) is released.
+  absl::Cleanup release_writer = [&] {
+    context.TryCancel();
+    writer.join();
+  };
+
+  ASSERT_TRUE(Eventually([&] { return metrics_.stream_answered() >= kBound; }))
+      << metrics_.stream_answered() << " answered";
+  // Asserting that something does not happen needs a window: for 1 s the
+  // server answers no more (it does not read) and the client cannot finish
+  // writing (flow control). Without the bound it reads and answers all 40
+  // within milliseconds.
+  EXPECT_FALSE(Eventually(
+      [&] { return metrics_.stream_answered() > kBound || written.load() == kRequests; },
+      absl::Seconds(1)))
+      << metrics_.stream_answered() << " answered, " << written.load() << " written";
+
+  for (int i = 0; i < kRequests; ++i) {
+    v1::VerifyStreamResponse answer;
+    ASSERT_TRUE(stream->Read(&answer)) << "answer " << i;
+    EXPECT_EQ(answer.request_id(), absl::StrCat("r", i));
+    ASSERT_TRUE(answer.has_response()) << answer.error().message();
+    EXPECT_THAT(Check(i, 1, v1::KV_RETURN_INLINE, answer.response()), IsOk()) << i;
+  }
+  v1::VerifyStreamResponse extra;
+  EXPECT_FALSE(stream->Read(&extra));
+  grpc::Status status = stream->Finish();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(written.load(), kRequests);
+  EXPECT_EQ(metrics_.stream_answered(), kRequests);
+}
+
+// A client that cancels a stream paused at the bound ends it (the server
+// resumes reading to see the cancellation) and the server goes on serving.
+TEST_F(HardeningTest, CancellingAStreamPausedAtTheBoundEndsIt) {
+  UseWorkload(/*row_bytes=*/64 << 10, /*alpha=*/1.0);
+  options_.max_stream_buffered_answers = 2;
+  options_.kv_arena_bytes = 64 << 20;
+  Start();
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  auto stub = v1::Verifier::NewStub(
+      grpc::CreateCustomChannel(server_->local_address(), grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  auto stream = stub->VerifyStream(&context);
+  std::thread writer([&] {
+    for (int i = 0; i < 20; ++i) {
+      if (!stream->Write(Request(i, 1, v1::KV_RETURN_INLINE, absl::StrCat("c", i)))) return;
+    }
+  });
+  ASSERT_TRUE(Eventually([&] { return metrics_.stream_answered() >= 2; }));
+  context.TryCancel();
+  writer.join();
+  EXPECT_EQ(stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  absl::StatusOr<v1::VerifyResponse> ok = client_->Verify(Request(0, 1, v1::KV_RETURN_INLINE));
+  ASSERT_THAT(ok, IsOk());
+  EXPECT_THAT(Check(0, 1, v1::KV_RETURN_INLINE, *ok), IsOk());
+  // The paused stream finished: shutdown does not wait for it (a reactor
+  // that never calls Finish would hold gRPC's shutdown forever).
+  const absl::Time before = absl::Now();
+  EXPECT_THAT(server_->Shutdown(absl::Seconds(5)), IsOk());
+  EXPECT_LT(absl::Now() - before, absl::Seconds(4));
 }
 
 }  // namespace
