@@ -140,6 +140,8 @@ absl::StatusOr<GreedyWorkload> GenerateGreedyWorkload(
   e.packed_row_offsets[b] = packed_rows;
   e.packed_kv.resize(int64_t{packed_rows} * rb);
   for (int32_t i = 0; i < b && rb > 0; ++i) {
+    // k == 0 copies nothing; packed_kv may be empty (data() null) then.
+    if (e.accepted_lengths[i] == 0) continue;
     std::memcpy(e.packed_kv.data() + int64_t{e.packed_row_offsets[i]} * rb,
                 w.draft_kv.data() + int64_t{w.draft_offsets[i]} * rb,
                 static_cast<size_t>(e.accepted_lengths[i] * rb));
@@ -152,7 +154,7 @@ GreedyHostOutputs::GreedyHostOutputs(const GreedyBatchInput& input,
   const int32_t b = input.num_sequences;
   const auto fill = [poison](auto& v, size_t n) {
     v.resize(n);
-    std::memset(v.data(), static_cast<int>(poison), n * sizeof(v[0]));
+    if (n > 0) std::memset(v.data(), static_cast<int>(poison), n * sizeof(v[0]));
   };
   fill(accepted_lengths, b);
   fill(next_tokens, b);

@@ -162,6 +162,9 @@ absl::StatusOr<SamplingWorkload> GenerateSamplingWorkload(const SamplingWorkload
 
 RejectionHostOutputs::RejectionHostOutputs(int32_t b, uint8_t poison)
     : accepted_lengths(b), next_tokens(b), mismatch(b), status_codes(b), error_positions(b) {
+  // b == 0: the vectors are empty and data() may be null, which memset must
+  // not be given even for 0 bytes.
+  if (b <= 0) return;
   std::memset(accepted_lengths.data(), poison, b * sizeof(int32_t));
   std::memset(next_tokens.data(), poison, b * sizeof(int32_t));
   std::memset(mismatch.data(), poison, b);

@@ -14,6 +14,7 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/layout/ragged_batch.h"
 #include "server/backend/backend_factory.h"
+#include "server/rpc/validation.h"
 
 namespace specverify::server {
 namespace {
@@ -92,9 +93,14 @@ const std::map<std::string, Flag>& Flags() {
       {"kv_handle_ttl_ms", IntFlag(&ServerOptions::kv_handle_ttl_ms,
                                    "KV handle time to live, > 0")},
       {"max_message_bytes", IntFlag(&ServerOptions::max_message_bytes,
-                                    "largest gRPC message received or sent, [4096, 2^31)")},
+                                    "largest gRPC message received or sent, [8192, 2^31)")},
       {"fetch_chunk_bytes", IntFlag(&ServerOptions::fetch_chunk_bytes,
-                                    "default FetchKv chunk, [1, max_message_bytes - 4096]")},
+                                    "default FetchKv chunk, [4096, max_message_bytes - 4096]; "
+                                    "requests asking for less get 4096")},
+      {"max_stream_buffered_answers",
+       IntFlag(&ServerOptions::max_stream_buffered_answers,
+               "answers one VerifyStream may owe (in flight + unwritten) before the server "
+               "stops reading it until one is written, [1, 65536]")},
       {"device", StringFlag(&ServerOptions::device, "auto | cpu | cuda:N | noop")},
       {"grpc_args", StringFlag(&ServerOptions::grpc_args,
                                "extra gRPC server channel arguments, name=value[,name=value...] "
@@ -195,15 +201,21 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.kv_handle_ttl_ms < 1) {
     return Bad("kv_handle_ttl_ms", absl::StrCat("is ", o.kv_handle_ttl_ms, "; must be > 0"));
   }
-  if (o.max_message_bytes < 4096 || o.max_message_bytes > INT32_MAX) {
-    return Bad("max_message_bytes", absl::StrCat("is ", o.max_message_bytes,
-                                                 "; must lie in [4096, ", INT32_MAX, "]"));
+  // A message holds at least one minimum FetchKv chunk plus 4096 bytes of framing.
+  constexpr int64_t kMinMessageBytes = kMinFetchChunkBytes + 4096;
+  if (o.max_message_bytes < kMinMessageBytes || o.max_message_bytes > INT32_MAX) {
+    return Bad("max_message_bytes", absl::StrCat("is ", o.max_message_bytes, "; must lie in [",
+                                                 kMinMessageBytes, ", ", INT32_MAX, "]"));
   }
-  if (o.fetch_chunk_bytes < 1 || o.fetch_chunk_bytes > o.max_message_bytes - 4096) {
+  if (o.fetch_chunk_bytes < kMinFetchChunkBytes ||
+      o.fetch_chunk_bytes > o.max_message_bytes - 4096) {
     return Bad("fetch_chunk_bytes",
-               absl::StrCat("is ", o.fetch_chunk_bytes,
-                            "; must lie in [1, max_message_bytes - 4096 = ",
-                            o.max_message_bytes - 4096, "]"));
+               absl::StrCat("is ", o.fetch_chunk_bytes, "; must lie in [", kMinFetchChunkBytes,
+                            ", max_message_bytes - 4096 = ", o.max_message_bytes - 4096, "]"));
+  }
+  if (o.max_stream_buffered_answers < 1 || o.max_stream_buffered_answers > 65536) {
+    return Bad("max_stream_buffered_answers",
+               absl::StrCat("is ", o.max_stream_buffered_answers, "; must lie in [1, 65536]"));
   }
   if (absl::StatusOr<DeviceSpec> d = ParseDeviceSpec(o.device); !d.ok()) {
     return Bad("device", absl::StrCat("is \"", o.device, "\"; ", d.status().message()));

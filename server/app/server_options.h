@@ -28,6 +28,11 @@ struct ServerOptions {
   int64_t kv_handle_ttl_ms = 30000;
   int64_t max_message_bytes = int64_t{64} << 20;
   int64_t fetch_chunk_bytes = int64_t{1} << 20;
+  // Answers one VerifyStream may owe (requests admitted and not yet answered
+  // plus answers not yet written to the client) before the server stops
+  // reading that stream until one has been written; bounds the memory a
+  // client that does not read its answers can hold. [1, 65536].
+  int32_t max_stream_buffered_answers = 64;
   std::string device = "auto";
   // Prometheus exporter address; empty disables it.
   std::string metrics_address = "0.0.0.0:9401";

@@ -11,6 +11,7 @@
 #include "server/app/version.h"
 #include "server/backend/backend_factory.h"
 #include "server/rpc/grpc_tuning.h"
+#include "server/rpc/protobuf_log.h"
 
 namespace specverify::server {
 
@@ -19,6 +20,8 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     std::unique_ptr<Backend> backend) {
   if (metrics == nullptr) return absl::InvalidArgumentError("metrics is null");
   if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
+  // One protobuf log line per call site per 10 s, not one per bad request.
+  InstallRateLimitedProtobufLogging();
   std::unique_ptr<VerifierServer> server(new VerifierServer);
   server->options_ = options;
   server->metrics_ = metrics;
@@ -111,6 +114,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
       std::max<int64_t>(options.max_batch_bytes, options.max_message_bytes);
   service_options.default_chunk_bytes = options.fetch_chunk_bytes;
   service_options.max_chunk_bytes = options.max_message_bytes - 4096;
+  service_options.max_stream_buffered_answers = options.max_stream_buffered_answers;
   service_options.info = info;
   service_options.batcher = server->batcher_.get();
   service_options.arena = server->arena_.get();

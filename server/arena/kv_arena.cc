@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "server/common/echo.h"
 
 namespace specverify::server {
 
@@ -26,6 +27,14 @@ absl::StatusOr<std::string> NewHandleId() {
   }
   return absl::BytesToHexString(
       absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
+}
+
+bool IsWellFormedHandleId(absl::string_view id) {
+  if (id.size() != kHandleIdChars) return false;
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
 }
 
 KvRegion::~KvRegion() {
@@ -155,7 +164,7 @@ absl::StatusOr<std::shared_ptr<const KvRegion>> KvArena::Lookup(
   auto it = handles_.find(handle);
   if (it == handles_.end() || it->second.expires_at <= now) {
     return absl::NotFoundError(absl::StrCat(
-        "KV handle \"", handle, "\" is unknown, released or expired"));
+        "KV handle ", EchoForMessage(handle), " is unknown, released or expired"));
   }
   return std::shared_ptr<const KvRegion>(it->second.region);
 }
@@ -168,7 +177,7 @@ absl::StatusOr<int64_t> KvArena::Release(const std::string& handle) {
     auto it = handles_.find(handle);
     if (it == handles_.end() || it->second.expires_at <= now) {
       return absl::NotFoundError(absl::StrCat(
-          "KV handle \"", handle, "\" is unknown, released or expired"));
+          "KV handle ", EchoForMessage(handle), " is unknown, released or expired"));
     }
     region = std::move(it->second.region);
     handles_.erase(it);

@@ -25,6 +25,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/arena/arena_memory.h"
@@ -135,8 +136,14 @@ class KvArena {
   std::thread reaper_;
 };
 
-// 128 bits from getrandom(2), as 32 lowercase hex digits.
+// Characters of a handle id: 128 bits as lowercase hex.
+inline constexpr size_t kHandleIdChars = 32;
+
+// 128 bits from getrandom(2), as kHandleIdChars lowercase hex digits.
 absl::StatusOr<std::string> NewHandleId();
+
+// True iff `id` has NewHandleId's format (kHandleIdChars of [0-9a-f]).
+bool IsWellFormedHandleId(absl::string_view id);
 
 }  // namespace specverify::server
 

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "server/arena/kv_arena.h"
+#include "server/common/echo.h"
 
 namespace specverify::server {
 namespace {
@@ -275,10 +277,7 @@ int64_t DataTypeSize(int dtype) {
 
 absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     const v1::VerifyRequest& request, const RequestLimits& limits) {
-  if (static_cast<int64_t>(request.request_id().size()) > kMaxRequestIdBytes) {
-    return Invalid(absl::StrCat("request_id is ", request.request_id().size(),
-                                " bytes; limit ", kMaxRequestIdBytes));
-  }
+  if (absl::Status s = ValidateRequestId(request.request_id()); !s.ok()) return s;
   const int n = request.sequences_size();
   if (n == 0) {
     return Invalid(absl::StrCat(
@@ -421,8 +420,31 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
   return out;
 }
 
+absl::Status ValidateRequestId(absl::string_view request_id) {
+  if (static_cast<int64_t>(request_id.size()) > kMaxRequestIdBytes) {
+    return Invalid(absl::StrCat("request_id is ", request_id.size(), " bytes; limit ",
+                                kMaxRequestIdBytes));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateHandleField(absl::string_view handle) {
+  if (handle.empty()) return Invalid("handle is empty");
+  constexpr absl::string_view kFormat =
+      "a KV handle is 32 lowercase hex digits (KvHandle.id of a VerifyResponse)";
+  static_assert(kHandleIdChars == 32);
+  if (handle.size() != kHandleIdChars) {
+    return Invalid(absl::StrCat("handle is ", handle.size(), " bytes; ", kFormat));
+  }
+  if (!IsWellFormedHandleId(handle)) {
+    return Invalid(absl::StrCat("handle ", EchoForMessage(handle),
+                                " has characters other than 0-9 a-f; ", kFormat));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateFetchKvRequest(const v1::FetchKvRequest& request) {
-  if (request.handle().empty()) return Invalid("handle is empty");
+  if (absl::Status s = ValidateHandleField(request.handle()); !s.ok()) return s;
   if (request.first_row() < 0) {
     return Invalid(absl::StrCat("first_row is ", request.first_row(), "; must be >= 0"));
   }

@@ -11,12 +11,17 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "server/backend/batch.h"
 #include "specverify/v1/verifier.pb.h"
 
 namespace specverify::server {
 
 inline constexpr int64_t kMaxRequestIdBytes = 128;
+// FetchKv chunks are at least this large: a request asking for less (1 byte
+// meant one gRPC message per byte) is raised to it. --fetch_chunk_bytes has
+// the same minimum.
+inline constexpr int64_t kMinFetchChunkBytes = 4096;
 
 struct RequestLimits {
   int32_t max_sequences_per_request = 256;
@@ -43,6 +48,14 @@ int64_t DataTypeSize(int dtype);
 
 absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     const v1::VerifyRequest& request, const RequestLimits& limits);
+
+// request_id: at most kMaxRequestIdBytes (checked before anything echoes it).
+absl::Status ValidateRequestId(absl::string_view request_id);
+
+// A KV handle sent by a client (FetchKv, ReleaseKv): non-empty and in the
+// arena's format, kHandleIdChars lowercase hex digits; the message quotes a
+// malformed handle only up to a bound (server/common/echo.h).
+absl::Status ValidateHandleField(absl::string_view handle);
 
 // The handle field and row range of a FetchKvRequest (its rows are checked
 // against the handle later).

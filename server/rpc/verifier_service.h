@@ -4,6 +4,11 @@
 // batcher's completion (a backend thread) calls Finish. Streaming reactors
 // drive themselves and delete themselves in OnDone().
 //
+// Every method is registered raw (grpc::ByteBuffer in and out) and parses
+// its request itself (server/rpc/wire.h): a message that does not parse is
+// answered INVALID_ARGUMENT saying so, where gRPC's typed handlers answer
+// UNIMPLEMENTED with no message (unary) or end a stream as if half-closed.
+//
 // Thread safety: all methods are called by gRPC from its threads.
 #ifndef SPECVERIFY_SERVER_RPC_VERIFIER_SERVICE_H_
 #define SPECVERIFY_SERVER_RPC_VERIFIER_SERVICE_H_
@@ -17,6 +22,7 @@
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/validation.h"
 #include "specverify/v1/verifier.grpc.pb.h"
+#include "specverify/v1/verifier.pb.h"
 
 namespace specverify::server {
 
@@ -26,6 +32,9 @@ struct VerifierServiceOptions {
   // max_chunk_bytes (below the max message size).
   int64_t default_chunk_bytes = int64_t{1} << 20;
   int64_t max_chunk_bytes = (int64_t{64} << 20) - 4096;
+  // Answers one VerifyStream may owe (admitted and unanswered, or not yet
+  // written) before it stops reading requests until one has been written.
+  int64_t max_stream_buffered_answers = 64;
   v1::ServerInfo info;  // what GetServerInfo answers
   Batcher* batcher = nullptr;
   KvArena* arena = nullptr;
@@ -33,7 +42,18 @@ struct VerifierServiceOptions {
   Clock* clock = nullptr;  // RealClock when null
 };
 
-class VerifierService final : public v1::Verifier::CallbackService {
+// The generated service with every method switched to a raw callback method
+// (byte buffers in and out). Built on the plain Service, not CallbackService:
+// a typed and a raw VerifyStream(CallbackServerContext*) differ only in
+// their return type and cannot both be declared. A method added to the proto
+// later answers UNIMPLEMENTED until it is added here.
+using RawVerifierServiceBase = v1::Verifier::WithRawCallbackMethod_Verify<
+    v1::Verifier::WithRawCallbackMethod_VerifyStream<
+        v1::Verifier::WithRawCallbackMethod_FetchKv<v1::Verifier::WithRawCallbackMethod_ReleaseKv<
+            v1::Verifier::WithRawCallbackMethod_GetServerInfo<
+                v1::Verifier::WithRawCallbackMethod_VerifyCeiling<v1::Verifier::Service>>>>>>;
+
+class VerifierService final : public RawVerifierServiceBase {
  public:
   explicit VerifierService(const VerifierServiceOptions& options);
 
@@ -41,23 +61,25 @@ class VerifierService final : public v1::Verifier::CallbackService {
   void StartDraining() { draining_.store(true, std::memory_order_release); }
   bool draining() const { return draining_.load(std::memory_order_acquire); }
 
+  // Raw methods: `request` holds a serialized v1::<Method>Request, the
+  // response is written serialized into `response` (or streamed as bytes).
   grpc::ServerUnaryReactor* Verify(grpc::CallbackServerContext* context,
-                                   const v1::VerifyRequest* request,
-                                   v1::VerifyResponse* response) override;
-  grpc::ServerBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse>* VerifyStream(
+                                   const grpc::ByteBuffer* request,
+                                   grpc::ByteBuffer* response) override;
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* VerifyStream(
       grpc::CallbackServerContext* context) override;
-  grpc::ServerWriteReactor<v1::FetchKvChunk>* FetchKv(
-      grpc::CallbackServerContext* context, const v1::FetchKvRequest* request) override;
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* FetchKv(grpc::CallbackServerContext* context,
+                                                     const grpc::ByteBuffer* request) override;
   grpc::ServerUnaryReactor* ReleaseKv(grpc::CallbackServerContext* context,
-                                      const v1::ReleaseKvRequest* request,
-                                      v1::ReleaseKvResponse* response) override;
+                                      const grpc::ByteBuffer* request,
+                                      grpc::ByteBuffer* response) override;
   grpc::ServerUnaryReactor* GetServerInfo(grpc::CallbackServerContext* context,
-                                          const v1::GetServerInfoRequest* request,
-                                          v1::ServerInfo* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
   // The raw-gRPC ceiling (verifier.proto): answered here on the RPC thread.
   grpc::ServerUnaryReactor* VerifyCeiling(grpc::CallbackServerContext* context,
-                                          const v1::VerifyRequest* request,
-                                          v1::VerifyResponse* response) override;
+                                          const grpc::ByteBuffer* request,
+                                          grpc::ByteBuffer* response) override;
 
   // Admission of one verify request: draining, validation, then the batcher.
   // On error nothing was queued and `pending->done` was not called.

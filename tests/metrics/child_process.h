@@ -1,7 +1,8 @@
 // A subprocess for integration tests (the server, a Prometheus server): its
 // output goes to a log file that the test prints on failure; it is stopped
 // with SIGTERM (then SIGKILL after a grace period) when the handle dies, so a
-// failing test leaves no process behind.
+// failing test leaves no process behind; if the test process itself dies, the
+// kernel kills the child (ForkTiedToParent).
 #ifndef SPECVERIFY_TESTS_METRICS_CHILD_PROCESS_H_
 #define SPECVERIFY_TESTS_METRICS_CHILD_PROCESS_H_
 
@@ -21,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "tests/testing/subprocess.h"
 
 namespace specverify::testing {
 
@@ -37,7 +39,9 @@ class ChildProcess {
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
-    pid_ = ::fork();
+    // Killed with this process even when the destructor never runs (a
+    // crash or SIGKILL of the test; issue #15).
+    pid_ = ForkTiedToParent();
     if (pid_ < 0) return absl::InternalError("fork() failed");
     if (pid_ == 0) {
       const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -20,7 +20,8 @@ inline ::testing::AssertionResult BytesEqual(std::span<const std::byte> actual,
     return ::testing::AssertionFailure()
            << "sizes differ: " << actual.size() << " vs " << expected.size();
   }
-  if (std::memcmp(actual.data(), expected.data(), actual.size()) == 0) {
+  // Empty spans may carry null data(), which memcmp must not be given.
+  if (actual.empty() || std::memcmp(actual.data(), expected.data(), actual.size()) == 0) {
     return ::testing::AssertionSuccess();
   }
   const auto [a, e] = std::mismatch(actual.begin(), actual.end(), expected.begin());

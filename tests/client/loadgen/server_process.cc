@@ -14,6 +14,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "tests/testing/subprocess.h"
 
 namespace specverify::testing {
 
@@ -27,7 +28,8 @@ absl::StatusOr<ServerProcess> ServerProcess::Start(const std::string& binary,
   std::vector<char*> argv;
   for (std::string& a : argv_storage) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const pid_t pid = fork();
+  // Dies with the test process even if ~ServerProcess never runs (issue #15).
+  const pid_t pid = ForkTiedToParent();
   if (pid < 0) return absl::InternalError("fork failed");
   if (pid == 0) {
     dup2(out[1], STDOUT_FILENO);

@@ -30,6 +30,19 @@ SamplingWorkloadOptions Small() {
   return o;
 }
 
+// Issue #15 (UBSan): outputs for zero sequences are empty vectors whose
+// data() is null; the poison fill must not pass them to memset. Fails under
+// -fsanitize=undefined before the guard.
+TEST(SamplingWorkloadTest, HostOutputsForZeroSequencesAreEmpty) {
+  RejectionHostOutputs none(0, 0xCD);
+  EXPECT_TRUE(none.accepted_lengths.empty());
+  EXPECT_TRUE(none.error_positions.empty());
+  RejectionHostOutputs two(2, 0xCD);
+  ASSERT_EQ(two.mismatch.size(), 2u);
+  EXPECT_EQ(two.mismatch[1], 0xCD);
+  EXPECT_EQ(static_cast<uint32_t>(two.status_codes[0]), 0xCDCDCDCDu);
+}
+
 TEST(SamplingWorkloadTest, SameSeedSameBytesAndPrefixStable) {
   auto a = GenerateSamplingWorkload(Small());
   auto b = GenerateSamplingWorkload(Small());

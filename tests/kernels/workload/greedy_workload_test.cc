@@ -88,6 +88,30 @@ TEST(GreedyWorkloadTest, PackedKvIsTheAcceptedRowsInOrder) {
   EXPECT_EQ(w->expected.packed_kv, expected);
 }
 
+// Issue #15 (UBSan): nothing accepted means an empty packed_kv whose data()
+// is null; the generator must not hand it to memcpy. Likewise host outputs
+// for a batch without KV rows (empty packed_kv). Fails under
+// -fsanitize=undefined before the guards.
+TEST(GreedyWorkloadTest, NothingAcceptedAndNoRowsNeedNoCopies) {
+  GreedyWorkloadOptions o;
+  o.num_sequences = 4;
+  o.alpha = 0.0;  // k = 0 everywhere
+  o.row_bytes = 16;
+  absl::StatusOr<GreedyWorkload> w = GenerateGreedyWorkload(o);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->expected.packed_kv.empty());
+  for (int32_t i = 0; i < o.num_sequences; ++i) EXPECT_EQ(w->expected.accepted_lengths[i], 0);
+
+  o.row_bytes = 0;
+  w = GenerateGreedyWorkload(o);
+  ASSERT_TRUE(w.ok());
+  GreedyHostOutputs outputs(w->input(), std::byte{0xAB});
+  EXPECT_TRUE(outputs.packed_kv.empty());
+  EXPECT_EQ(outputs.view().packed_kv, nullptr);
+  ASSERT_EQ(outputs.accepted_lengths.size(), 4u);
+  EXPECT_EQ(static_cast<uint32_t>(outputs.accepted_lengths[0]), 0xABABABABu);
+}
+
 TEST(GreedyWorkloadTest, RejectsOutOfRangeOptions) {
   GreedyWorkloadOptions o;
   o.alpha = 1.5;

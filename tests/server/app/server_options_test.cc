@@ -20,6 +20,20 @@ TEST(ServerOptionsTest, DefaultsAreValid) {
   ASSERT_THAT(o, IsOk());
   EXPECT_EQ(o->metrics_address, "0.0.0.0:9401");
   EXPECT_EQ(o->device, "auto");
+  EXPECT_EQ(o->max_stream_buffered_answers, 64);
+}
+
+// Issue #15: the per-stream bound on owed answers is a validated flag.
+TEST(ServerOptionsTest, MaxStreamBufferedAnswersIsBounded) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({"--max-stream-buffered-answers=8"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_stream_buffered_answers, 8);
+  EXPECT_THAT(ParseServerFlags({"--max_stream_buffered_answers=0"}),
+              StatusIs(kInvalid, HasSubstr("--max_stream_buffered_answers is 0; must lie in "
+                                           "[1, 65536]")));
+  EXPECT_THAT(ParseServerFlags({"--max_stream_buffered_answers=65537"}),
+              StatusIs(kInvalid, HasSubstr("--max_stream_buffered_answers is 65537")));
+  EXPECT_THAT(FlagsHelp(), HasSubstr("--max_stream_buffered_answers (default \"64\")"));
 }
 
 TEST(ServerOptionsTest, ParsesBothSpellingsAndForms) {
@@ -80,6 +94,13 @@ TEST(ServerOptionsTest, InvalidValuesAreNamed) {
               StatusIs(kInvalid, HasSubstr("--drain_timeout_ms is -1")));
   EXPECT_THAT(ParseServerFlags({"--max_message_bytes=100"}),
               StatusIs(kInvalid, HasSubstr("--max_message_bytes is 100")));
+  // Issue #15: FetchKv chunks of at least 4 KiB (and room for one in a message).
+  EXPECT_THAT(ParseServerFlags({"--fetch_chunk_bytes=1"}),
+              StatusIs(kInvalid, HasSubstr("--fetch_chunk_bytes is 1; must lie in [4096, "
+                                           "max_message_bytes - 4096 = ")));
+  EXPECT_THAT(ParseServerFlags({"--max_message_bytes=8191", "--fetch_chunk_bytes=4096"}),
+              StatusIs(kInvalid, HasSubstr("--max_message_bytes is 8191; must lie in [8192, ")));
+  EXPECT_THAT(ParseServerFlags({"--max_message_bytes=8192", "--fetch_chunk_bytes=4096"}), IsOk());
   EXPECT_THAT(ParseServerFlags({"--cpu_threads"}), StatusIs(kInvalid, HasSubstr("--cpu_threads needs a value")));
 }
 

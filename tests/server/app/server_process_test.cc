@@ -20,6 +20,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/subprocess.h"
 
 #ifndef SPECVERIFY_SERVER_BINARY
 #error "SPECVERIFY_SERVER_BINARY must name the server executable"
@@ -40,7 +41,8 @@ struct Child {
 Child Spawn(const std::vector<std::string>& args) {
   int out[2], err[2];
   if (pipe(out) != 0 || pipe(err) != 0) return {};
-  const pid_t pid = fork();
+  // Dies with this test process even if the test is killed (issue #15).
+  const pid_t pid = ::specverify::testing::ForkTiedToParent();
   if (pid == 0) {
     dup2(out[1], 1);
     dup2(err[1], 2);

@@ -378,7 +378,7 @@ TEST_F(ServerTest, FetchRangesChunksReleaseAndUnknownHandles) {
   VerifierClient::FetchOptions range;
   range.first_row = 1;
   range.num_rows = 2;
-  range.chunk_bytes = 7;  // odd chunks: many, with a short tail
+  range.chunk_bytes = 7;  // raised to the 4096-byte minimum (server_hardening_test)
   absl::StatusOr<std::string> part = client_->FetchKv(id, range);
   ASSERT_THAT(part, IsOk());
   ASSERT_EQ(part->size(), size_t{2 * kRowBytes});
@@ -398,7 +398,10 @@ TEST_F(ServerTest, FetchRangesChunksReleaseAndUnknownHandles) {
   EXPECT_EQ(*client_->ReleaseKv(id), rows * kRowBytes);
   EXPECT_THAT(client_->ReleaseKv(id), StatusIs(absl::StatusCode::kNotFound, HasSubstr(id)));
   EXPECT_THAT(client_->FetchKv(id), StatusIs(absl::StatusCode::kNotFound, HasSubstr(id)));
-  EXPECT_THAT(client_->FetchKv("deadbeef"), StatusIs(absl::StatusCode::kNotFound, HasSubstr("deadbeef")));
+  // Well-formed (32 lowercase hex digits) but unknown; malformed handles are
+  // INVALID_ARGUMENT (server_hardening_test).
+  const std::string unknown = "deadbeefdeadbeefdeadbeefdeadbeef";
+  EXPECT_THAT(client_->FetchKv(unknown), StatusIs(absl::StatusCode::kNotFound, HasSubstr(unknown)));
   EXPECT_THAT(client_->ReleaseKv(""), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("handle is empty")));
 
   // release_after: the whole range comes back, then the handle is gone.

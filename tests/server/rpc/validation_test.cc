@@ -5,6 +5,7 @@
 #include "client/greedy_requests.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/common/echo.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -208,7 +209,7 @@ TEST_F(ValidationTest, KvReturnMustBeKnown) {
 TEST(FetchKvValidationTest, Fields) {
   v1::FetchKvRequest r;
   EXPECT_THAT(ValidateFetchKvRequest(r), StatusIs(kInvalid, HasSubstr("handle is empty")));
-  r.set_handle("h");
+  r.set_handle("0123456789abcdef0123456789abcdef");
   r.set_first_row(-1);
   EXPECT_THAT(ValidateFetchKvRequest(r), StatusIs(kInvalid, HasSubstr("first_row is -1")));
   r.set_first_row(0);
@@ -219,6 +220,45 @@ TEST(FetchKvValidationTest, Fields) {
   EXPECT_THAT(ValidateFetchKvRequest(r), StatusIs(kInvalid, HasSubstr("chunk_bytes is -5")));
   r.set_chunk_bytes(0);
   EXPECT_THAT(ValidateFetchKvRequest(r), IsOk());
+  r.set_handle("h");
+  EXPECT_THAT(ValidateFetchKvRequest(r),
+              StatusIs(kInvalid, HasSubstr("handle is 1 bytes; a KV handle is 32 lowercase hex")));
+}
+
+// Issue #15: a handle is checked against the arena's format, and what the
+// message quotes of a malformed one is bounded.
+TEST(HandleFieldValidationTest, FormatAndBoundedEcho) {
+  EXPECT_THAT(ValidateHandleField("0123456789abcdef0123456789abcdef"), IsOk());
+  EXPECT_THAT(ValidateHandleField(""), StatusIs(kInvalid, HasSubstr("handle is empty")));
+  const absl::Status huge = ValidateHandleField(std::string(8000, 'z'));
+  EXPECT_THAT(huge, StatusIs(kInvalid, HasSubstr("handle is 8000 bytes; a KV handle is 32 "
+                                                "lowercase hex digits")));
+  EXPECT_LT(huge.message().size(), 120u);
+  EXPECT_THAT(ValidateHandleField("0123456789ABCDEF0123456789abcdef"),
+              StatusIs(kInvalid, HasSubstr("handle \"0123456789ABCDEF0123456789abcdef\" has "
+                                           "characters other than 0-9 a-f")));
+  EXPECT_THAT(ValidateHandleField(std::string(31, 'a') + "\n"),
+              StatusIs(kInvalid, HasSubstr("aaa\\n\" has characters other than")));
+}
+
+TEST(RequestIdValidationTest, LimitIsNamed) {
+  EXPECT_THAT(ValidateRequestId(std::string(kMaxRequestIdBytes, 'x')), IsOk());
+  EXPECT_THAT(ValidateRequestId(std::string(kMaxRequestIdBytes + 1, 'x')),
+              StatusIs(kInvalid, HasSubstr("request_id is 129 bytes; limit 128")));
+}
+
+TEST(EchoForMessageTest, QuotesEscapesAndBoundsClientText) {
+  EXPECT_EQ(EchoForMessage("abc"), "\"abc\"");
+  EXPECT_EQ(EchoForMessage(""), "\"\"");
+  EXPECT_EQ(EchoForMessage(std::string("a\"\xff\n", 4)), "\"a\\\"\\xff\\n\"");
+  const std::string exact(kMaxEchoedChars, 'x');
+  EXPECT_EQ(EchoForMessage(exact), "\"" + exact + "\"");
+  EXPECT_EQ(EchoForMessage(std::string(8000, 'x')),
+            "\"" + exact + "...\" (8000 bytes)");
+  // An escape is never cut in half: 63 plain characters, then "\xff" does
+  // not fit in the 64 left.
+  EXPECT_EQ(EchoForMessage(std::string(63, 'y') + "\xff"),
+            "\"" + std::string(63, 'y') + "...\" (64 bytes)");
 }
 
 }  // namespace
