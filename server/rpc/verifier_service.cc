@@ -518,7 +518,9 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
   auto pending = std::make_unique<PendingRequest>();
   pending->request = reactor->request();
   pending->response = response;
-  pending->arrival = arrival;
+  // Parsed: from here on it is the batcher's (queue_ns counts from here;
+  // server_ns from the handler's start, parsing included).
+  pending->arrival = clock_->Now();
   pending->deadline = DeadlineOf(context);
   pending->is_cancelled = [context] { return context->IsCancelled(); };
   pending->done = [this, reactor, response, arrival](absl::Status status) {
