@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -57,6 +58,35 @@ absl::StatusOr<std::pair<int32_t, int32_t>> ParseGammaRange(absl::string_view te
     return FlagError("gamma", absl::StrCat("need 1 <= LO <= HI, got '", text, "'"));
   }
   return std::pair{lo, hi};
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseLabeledAddresses(
+    absl::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipWhitespace())) {
+    item = absl::StripAsciiWhitespace(item);
+    const size_t eq = item.find('=');
+    const absl::string_view label = eq == absl::string_view::npos ? "" : item.substr(0, eq);
+    const absl::string_view address = eq == absl::string_view::npos ? "" : item.substr(eq + 1);
+    if (label.empty() || address.empty()) {
+      return FlagError("compare_address",
+                       absl::StrCat("'", item, "' is not LABEL=host:port (e.g. cpu=127.0.0.1:50053)"));
+    }
+    for (char ch : label) {
+      if (!absl::ascii_isalnum(ch) && ch != '-' && ch != '_') {
+        return FlagError("compare_address",
+                         absl::StrCat("label '", label, "' may hold letters, digits, '-' and '_' only"));
+      }
+    }
+    if (label == "server" || label == "noop" || label == "raw") {
+      return FlagError("compare_address", absl::StrCat("label '", label, "' is reserved"));
+    }
+    for (const auto& [seen, unused] : out) {
+      if (seen == label) return FlagError("compare_address", absl::StrCat("label '", label, "' repeats"));
+    }
+    out.emplace_back(std::string(label), std::string(address));
+  }
+  return out;
 }
 
 absl::StatusOr<RpcKind> ParseRpcKind(absl::string_view text) {

@@ -62,6 +62,13 @@ struct WorkloadConfig {
 struct LoadgenConfig {
   std::string address;          // host:port of the server under test
   std::string ceiling_address;  // optional: a --device=noop server, same workload
+  // Each step also runs VerifyCeiling (the raw-gRPC ceiling: answered on the
+  // server's RPC thread, same response size, nothing verified) against the
+  // ceiling server, else the server under test. Unary always.
+  bool raw_ceiling = false;
+  // More verifying servers run through every step beside the server under
+  // test, labelled (e.g. {"cpu", "127.0.0.1:50053"}): answers checked alike.
+  std::vector<std::pair<std::string, std::string>> compare_addresses;
   TransportOptions transport;
   LoopMode mode = LoopMode::kClosed;
   std::vector<int32_t> concurrency = {1, 8, 64};  // closed-loop sweep
@@ -100,6 +107,10 @@ absl::StatusOr<std::vector<double>> ParsePositiveDoubleList(absl::string_view te
 // "8" -> {8, 8}; "4:16" -> {4, 16} (uniform per sequence), 1 <= lo <= hi.
 absl::StatusOr<std::pair<int32_t, int32_t>> ParseGammaRange(absl::string_view text);
 absl::StatusOr<RpcKind> ParseRpcKind(absl::string_view text);
+// "cpu=127.0.0.1:50053,gpu2=host:port" -> {{"cpu", ...}, {"gpu2", ...}}: labels
+// of letters, digits, '-' and '_', unique, none of server/noop/raw.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseLabeledAddresses(
+    absl::string_view text);
 absl::StatusOr<ArrivalProcess> ParseArrivalProcess(absl::string_view text);
 absl::StatusOr<KvReturnMode> ParseKvReturnMode(absl::string_view text);
 absl::StatusOr<WorkloadMode> ParseWorkloadMode(absl::string_view text);     // greedy | sampled

@@ -68,7 +68,7 @@ std::vector<StepSpec> StepsOf(const LoadgenConfig& config) {
   return steps;
 }
 
-std::string StepName(const StepSpec& s, const char* target) {
+std::string StepName(const StepSpec& s, absl::string_view target) {
   return s.mode == LoopMode::kClosed ? absl::StrCat(target, " c=", s.concurrency)
                                      : absl::StrCat(target, " ", s.rate, "/s");
 }
@@ -117,6 +117,24 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
     report.ceiling = *d;
   }
 
+  std::vector<std::unique_ptr<Target>> compare;
+  for (const auto& [label, address] : config.compare_addresses) {
+    if (config.wait_for_serving_s > 0) {
+      if (absl::Status s =
+              Target::WaitForServing(address, config.transport, config.wait_for_serving_s);
+          !s.ok()) {
+        return s;
+      }
+    }
+    absl::StatusOr<std::unique_ptr<Target>> c =
+        Target::Connect(address, config.transport, config.channels, config.connect_timeout_s);
+    if (!c.ok()) return c.status();
+    absl::StatusOr<ServerDescription> d = (*c)->Describe();
+    if (!d.ok()) return d.status();
+    report.compare.emplace_back(label, *d);
+    compare.push_back(*std::move(c));
+  }
+
   absl::StatusOr<std::unique_ptr<LoadWorkload>> workload = CreateLoadWorkload(config.workload);
   if (!workload.ok()) return workload.status();
 
@@ -158,6 +176,28 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
       pair.ceiling = std::move(*c);
       pair.ceiling.target = "ceiling";
       pair.ceiling.backend = report.ceiling.backend;
+    }
+    if (config.raw_ceiling) {
+      // Raw gRPC: the ceiling server (or the server under test) answers
+      // VerifyCeiling on its RPC thread.
+      StepOptions raw = options;
+      raw.ceiling_rpc = true;
+      raw.label = StepName(spec, "raw");
+      Target& host = ceiling != nullptr ? *ceiling : **server;
+      absl::StatusOr<StepResult> r = RunStep(host, **workload, spec, raw);
+      if (!r.ok()) return r.status();
+      pair.has_raw = true;
+      pair.raw = std::move(*r);
+      pair.raw.target = "raw";
+      pair.raw.backend = "raw gRPC";
+    }
+    for (size_t i = 0; i < compare.size(); ++i) {
+      options.label = StepName(spec, report.compare[i].first);
+      absl::StatusOr<StepResult> r = RunStep(*compare[i], **workload, spec, options);
+      if (!r.ok()) return r.status();
+      pair.compare.push_back(std::move(*r));
+      pair.compare.back().target = report.compare[i].first;
+      pair.compare.back().backend = report.compare[i].second.backend;
     }
     report.steps.push_back(std::move(pair));
   }

@@ -20,6 +20,13 @@ ABSL_FLAG(std::string, address, "", "Server under test, host:port");
 ABSL_FLAG(std::string, ceiling_address, "",
           "A --device=noop server: every step is repeated against it and the ratio reported");
 ABSL_FLAG(std::string, compare_noop, "", "Alias of --ceiling_address");
+ABSL_FLAG(bool, raw_ceiling, false,
+          "Also run every step with VerifyCeiling, the raw-gRPC ceiling (answered on the "
+          "server's RPC thread, same response size, nothing verified), against the ceiling "
+          "server, else the server under test; unary");
+ABSL_FLAG(std::string, compare_address, "",
+          "More verifying servers run through every step beside the server under test, "
+          "LABEL=host:port[,LABEL=host:port...] (e.g. cpu=127.0.0.1:50053)");
 ABSL_FLAG(std::string, concurrency, "1,8,64",
           "Closed loop: comma-separated requests in flight per step");
 ABSL_FLAG(std::string, rate, "",
@@ -126,6 +133,13 @@ int main(int argc, char** argv) {
   config.address = absl::GetFlag(FLAGS_address);
   config.ceiling_address = absl::GetFlag(FLAGS_ceiling_address);
   if (config.ceiling_address.empty()) config.ceiling_address = absl::GetFlag(FLAGS_compare_noop);
+  config.raw_ceiling = absl::GetFlag(FLAGS_raw_ceiling);
+  if (const std::string compare = absl::GetFlag(FLAGS_compare_address); !compare.empty()) {
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> parsed =
+        lg::ParseLabeledAddresses(compare);
+    if (!parsed.ok()) return Fail(parsed.status());
+    config.compare_addresses = *std::move(parsed);
+  }
   if (!absl::GetFlag(FLAGS_rate).empty()) {
     config.mode = lg::LoopMode::kOpen;
     auto rates = lg::ParsePositiveDoubleList(absl::GetFlag(FLAGS_rate), "rate");

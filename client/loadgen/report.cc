@@ -59,7 +59,9 @@ class TextTable {
 
 void AddStepRow(TextTable& table, const StepResult& r) {
   std::vector<std::string> row = {
-      absl::StrCat(StepLabel(r.spec), r.target == "ceiling" ? " [noop]" : ""),
+      absl::StrCat(StepLabel(r.spec), r.target == "server"    ? ""
+                                      : r.target == "ceiling" ? " [noop]"
+                                                              : absl::StrCat(" [", r.target, "]")),
       absl::StrCat(r.sent),
       absl::StrFormat("%.0f", r.requests_per_s()),
       absl::StrFormat("%.0f", r.sequences_per_s()),
@@ -163,12 +165,19 @@ void AppendServerJson(std::string& out, const ServerDescription& s) {
 
 int64_t RunReport::total_wrong_answers() const {
   int64_t n = 0;
-  for (const auto& p : steps) n += p.server.wrong_answers + (p.has_ceiling ? p.ceiling.wrong_answers : 0);
+  for (const auto& p : steps) {
+    n += p.server.wrong_answers + (p.has_ceiling ? p.ceiling.wrong_answers : 0) +
+         (p.has_raw ? p.raw.wrong_answers : 0);
+    for (const StepResult& c : p.compare) n += c.wrong_answers;
+  }
   return n;
 }
 int64_t RunReport::total_kv_mismatches() const {
   int64_t n = 0;
-  for (const auto& p : steps) n += p.server.kv_mismatches + (p.has_ceiling ? p.ceiling.kv_mismatches : 0);
+  for (const auto& p : steps) {
+    n += p.server.kv_mismatches + (p.has_ceiling ? p.ceiling.kv_mismatches : 0);
+    for (const StepResult& c : p.compare) n += c.kv_mismatches;
+  }
   return n;
 }
 int64_t RunReport::total_sent() const {
@@ -192,6 +201,16 @@ CeilingRatio ComputeCeilingRatio(const StepPair& pair) {
   if (ceiling_p99 > 0) ratio.p99_ratio = static_cast<double>(server_p99) / ceiling_p99;
   ratio.p99_added_ns = server_p99 - ceiling_p99;
   return ratio;
+}
+
+int64_t AddedOverRawP50Ns(const StepPair& pair) {
+  if (!pair.has_raw) return 0;
+  return pair.server.latency.ValueAtQuantile(0.5) - pair.raw.latency.ValueAtQuantile(0.5);
+}
+
+int64_t AddedOverRawTargetNs(const WorkloadConfig& workload) {
+  const bool rows_back = workload.row_bytes > 0 && workload.kv_return != KvReturnMode::kNone;
+  return rows_back ? kTargetAddedP50WithKvNs : kTargetAddedP50NoKvNs;
 }
 
 bool MeetsServiceTarget(const CeilingRatio& ratio, int64_t max_queue_delay_us) {
@@ -224,6 +243,13 @@ std::string FormatTable(const RunReport& report) {
   const WorkloadConfig& w = c.workload;
   std::string out = ServerLine("server ", report.server);
   if (report.has_ceiling) out += ServerLine("ceiling", report.ceiling);
+  for (const auto& [label, description] : report.compare) {
+    out += ServerLine(absl::StrCat("[", label, "]").c_str(), description);
+  }
+  if (c.raw_ceiling) {
+    absl::StrAppend(&out, "raw     VerifyCeiling on the ", report.has_ceiling ? "ceiling" : "server",
+                    " server: the raw-gRPC round trip (unary, nothing verified)\n");
+  }
   const std::string sampled =
       w.mode == WorkloadMode::kSampled
           ? absl::StrCat(" dtype=", SampleDtypeName(w.dtype), " kind=", SampleKindName(w.kind),
@@ -246,7 +272,9 @@ std::string FormatTable(const RunReport& report) {
                 "p99.9 us", "max us", "accept", "wrong", "errors"});
   for (const StepPair& pair : report.steps) {
     AddStepRow(table, pair.server);
+    for (const StepResult& c : pair.compare) AddStepRow(table, c);
     if (pair.has_ceiling) AddStepRow(table, pair.ceiling);
+    if (pair.has_raw) AddStepRow(table, pair.raw);
   }
   out += table.Render();
 
@@ -315,6 +343,41 @@ std::string FormatTable(const RunReport& report) {
     }
   }
 
+  if (!report.steps.empty() && report.steps.front().has_raw) {
+    const int64_t added_target = AddedOverRawTargetNs(w);
+    absl::StrAppend(&out, "\nservice overhead vs raw gRPC (same workload and load):\n");
+    TextTable overhead;
+    overhead.AddRow({"step", "p50 us", "raw p50 us", "p50 added us", "server queue p50 us",
+                     "req/s", "noop req/s", "p99 us", "noop p99 us", "target"});
+    for (const StepPair& pair : report.steps) {
+      const StepResult& r = pair.server;
+      const CeilingRatio ratio = ComputeCeilingRatio(pair);
+      const int64_t added = AddedOverRawP50Ns(pair);
+      // Concurrency 1 is judged on latency added, 64 and more on throughput
+      // and p99 against the no-op; others are reported, not judged.
+      std::string verdict = "-";
+      if (r.spec.mode == LoopMode::kClosed && r.spec.concurrency == 1) {
+        verdict = added <= added_target ? "met" : "missed";
+      } else if (r.spec.mode == LoopMode::kClosed && r.spec.concurrency >= 64 &&
+                 pair.has_ceiling && report.server.max_queue_delay_us >= 0) {
+        verdict = MeetsServiceTarget(ratio, report.server.max_queue_delay_us) ? "met" : "missed";
+      }
+      overhead.AddRow({StepLabel(r.spec), Us(r.latency.ValueAtQuantile(0.5)),
+                       Us(pair.raw.latency.ValueAtQuantile(0.5)), Us(added),
+                       Us(r.server_queue.ValueAtQuantile(0.5)),
+                       absl::StrFormat("%.0f", r.requests_per_s()),
+                       pair.has_ceiling ? absl::StrFormat("%.0f", pair.ceiling.requests_per_s()) : "",
+                       Us(r.latency.ValueAtQuantile(0.99)),
+                       pair.has_ceiling ? Us(pair.ceiling.latency.ValueAtQuantile(0.99)) : "",
+                       verdict});
+    }
+    out += overhead.Render();
+    absl::StrAppend(&out, "targets: c=1 p50 added <= ", added_target / 1000,
+                    " us (40 without KV returned, 60 with); c>=64 throughput >= ",
+                    kTargetThroughputRatio, " x noop and p99 <= noop p99 + max_queue_delay + ",
+                    kTargetP99SlackNs / 1000, " us\n");
+  }
+
   const int64_t wrong = report.total_wrong_answers() + report.total_kv_mismatches();
   absl::StrAppend(&out, "\nverdict: ", wrong == 0 ? "every checked answer matched the oracle"
                                                    : absl::StrCat(wrong, " WRONG ANSWERS"),
@@ -369,6 +432,19 @@ std::string FormatJson(const RunReport& report) {
       }
       absl::StrAppend(&out, "}");
     }
+    if (pair.has_raw) {
+      absl::StrAppend(&out, ",\"raw\":");
+      AppendStepJson(out, pair.raw);
+      absl::StrAppend(&out, ",\"added_over_raw_p50_ns\":", AddedOverRawP50Ns(pair));
+    }
+    if (!pair.compare.empty()) {
+      absl::StrAppend(&out, ",\"compare\":[");
+      for (size_t k = 0; k < pair.compare.size(); ++k) {
+        if (k) absl::StrAppend(&out, ",");
+        AppendStepJson(out, pair.compare[k]);
+      }
+      absl::StrAppend(&out, "]");
+    }
     absl::StrAppend(&out, "}");
   }
   absl::StrAppend(&out, "],\"wrong_answers\":", report.total_wrong_answers(),
@@ -405,6 +481,8 @@ std::string FormatCsv(const RunReport& report) {
     } else {
       row(pair.server, nullptr);
     }
+    if (pair.has_raw) row(pair.raw, nullptr);
+    for (const StepResult& c : pair.compare) row(c, nullptr);
   }
   return out;
 }

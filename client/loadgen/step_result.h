@@ -39,7 +39,9 @@ struct ServerMetricsDelta {
 };
 
 struct StepResult {
-  std::string target = "server";  // "server" or "ceiling" (the no-op server)
+  // "server", "ceiling" (the no-op server), "raw" (VerifyCeiling) or a
+  // --compare_address label.
+  std::string target = "server";
   std::string backend;            // from GetServerInfo, e.g. "cpu", "cuda", "noop"
   StepSpec spec;
 
@@ -95,6 +97,11 @@ struct StepPair {
   StepResult server;
   bool has_ceiling = false;
   StepResult ceiling;
+  // VerifyCeiling, the raw-gRPC ceiling (--raw_ceiling): target "raw".
+  bool has_raw = false;
+  StepResult raw;
+  // --compare_address servers, in flag order: target = their label.
+  std::vector<StepResult> compare;
 };
 
 }  // namespace specverify::loadgen

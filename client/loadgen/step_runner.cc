@@ -347,6 +347,15 @@ void StepRun::Issue(Call* call) {
     shard.last_send = std::max(shard.last_send, call->sent);
   }
   const v1::VerifyRequest& request = workload_.Request(call->index);
+  if (options_.ceiling_rpc) {
+    SetDeadline(call->context, options_.deadline_ms);
+    target_.stub(call->channel)->async()->VerifyCeiling(
+        &call->context, &request, &call->response,
+        [call](grpc::Status status) {
+          call->run->OnVerifyDone(call, status.error_code(), status.error_message());
+        });
+    return;
+  }
   if (spec_.rpc == RpcKind::kUnary) {
     SetDeadline(call->context, options_.deadline_ms);
     target_.stub(call->channel)->async()->Verify(
@@ -421,8 +430,8 @@ void StepRun::OnVerifyDone(Call* call, grpc::StatusCode code, const std::string&
   // ceiling keeps rows too (every draft row): its handles are fetched and
   // released alike, so the ceiling pays the same RPCs (its bytes are not
   // checked: they are not verification output).
-  const bool has_handle = workload_.ReturnsKvHandle() && call->response.has_kv() &&
-                          !call->response.kv().id().empty();
+  const bool has_handle = !options_.ceiling_rpc && workload_.ReturnsKvHandle() &&
+                          call->response.has_kv() && !call->response.kv().id().empty();
   if (!has_handle) {
     Finish(call);
     return;
@@ -719,7 +728,7 @@ absl::StatusOr<StepResult> StepRun::Run() {
   if (spec_.mode == LoopMode::kClosed && spec_.concurrency < 1) {
     return absl::InvalidArgumentError("closed loop needs concurrency >= 1");
   }
-  if (spec_.rpc == RpcKind::kStream) {
+  if (spec_.rpc == RpcKind::kStream && !options_.ceiling_rpc) {
     for (int32_t c = 0; c < target_.num_channels(); ++c) {
       auto latch = std::make_shared<Latch>();
       streams_.push_back(new StreamConnection(this, target_.stub(c), latch));

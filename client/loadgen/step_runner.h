@@ -34,6 +34,9 @@ struct StepOptions {
   uint64_t seed = 1;                 // Poisson arrivals and the fetch sample
   bool progress = false;             // a live line on stderr
   std::string label;                 // shown in the progress line
+  // Send VerifyCeiling (the raw-gRPC ceiling) instead of Verify, unary
+  // whatever the step's rpc; its placeholder handles are never fetched.
+  bool ceiling_rpc = false;
   // Examples of wrong answers kept for the report.
   int32_t max_wrong_examples = 5;
 };

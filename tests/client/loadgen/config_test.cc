@@ -86,5 +86,21 @@ TEST(LoadgenConfigTest, ValidationNamesTheFlag) {
   EXPECT_TRUE(ValidateConfig(duration).ok());
 }
 
+TEST(LoadgenConfigTest, ParsesLabeledCompareAddresses) {
+  auto parsed = ParseLabeledAddresses("cpu=127.0.0.1:1, gpu_2=host:2");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 2u);
+  EXPECT_EQ((*parsed)[0].first, "cpu");
+  EXPECT_EQ((*parsed)[0].second, "127.0.0.1:1");
+  EXPECT_EQ((*parsed)[1].first, "gpu_2");
+  for (const char* bad : {"127.0.0.1:1", "=host:1", "cpu=", "a b=host:1", "noop=host:1",
+                          "cpu=h:1,cpu=h:2"}) {
+    auto r = ParseLabeledAddresses(bad);
+    EXPECT_FALSE(r.ok()) << bad;
+    EXPECT_THAT(std::string(r.status().message()), ::testing::HasSubstr("--compare_address"))
+        << bad;
+  }
+}
+
 }  // namespace
 }  // namespace specverify::loadgen

@@ -207,5 +207,39 @@ TEST_F(LoadgenServerTest, TransportCeilingAgainstTheNoopServer) {
   EXPECT_THAT(FormatJson(*report), ::testing::HasSubstr("\"meets_target\":"));
 }
 
+// Raw gRPC, the no-op and another verifying server side by side (issue
+// #12): the raw ceiling's answers are unverified, its placeholder handles are
+// never fetched (a fetch would fail NOT_FOUND and count as an error), and the
+// compare server's answers are checked like the server's.
+TEST_F(LoadgenServerTest, RawCeilingNoopAndACompareServerSideBySide) {
+  LoadgenConfig c = BaseConfig();
+  c.ceiling_address = noop_->address();
+  c.raw_ceiling = true;
+  // The same CPU server again, reached as a compare target: checked alike.
+  c.compare_addresses = {{"cpu2", server_->address()}};
+  c.workload.kv_return = KvReturnMode::kHandle;
+  c.workload.fetch_kv_fraction = 1.0;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+  const StepPair& pair = report->steps[0];
+  ASSERT_TRUE(pair.has_raw);
+  EXPECT_EQ(pair.raw.target, "raw");
+  EXPECT_EQ(pair.raw.ok, kRequestsPerStep);
+  EXPECT_EQ(pair.raw.rpc_errors, 0);
+  EXPECT_EQ(pair.raw.unverified, pair.raw.ok);
+  EXPECT_EQ(pair.raw.kv_fetches + pair.raw.kv_fetch_errors, 0);
+  // The no-op ceiling's handles are real: fetched and released like the server's.
+  EXPECT_EQ(pair.ceiling.kv_fetches, kRequestsPerStep);
+  EXPECT_EQ(pair.ceiling.kv_fetch_errors, 0);
+  ASSERT_EQ(pair.compare.size(), 1u);
+  EXPECT_EQ(pair.compare[0].target, "cpu2");
+  EXPECT_EQ(pair.compare[0].ok, kRequestsPerStep);
+  EXPECT_EQ(pair.compare[0].unverified, 0);
+  EXPECT_EQ(pair.compare[0].kv_fetches, kRequestsPerStep);
+  EXPECT_EQ(report->total_wrong_answers(), 0);
+  EXPECT_THAT(FormatTable(*report), ::testing::HasSubstr("service overhead vs raw gRPC"));
+}
+
 }  // namespace
 }  // namespace specverify::loadgen
