@@ -92,10 +92,12 @@ cat "$out/c1.md"
 
 # ---- 2. the sweep -----------------------------------------------------------
 extra=()
-if "$bin/specverify-loadgen" --help 2>&1 | grep -q -- "raw_ceiling\|raw-ceiling"; then
+# --help exits non-zero: read it first (pipefail would fail a pipeline).
+loadgen_help=$("$bin/specverify-loadgen" --help 2>&1 || true)
+if grep -q -- "raw_ceiling" <<< "$loadgen_help"; then
   extra+=(--raw-ceiling)
 fi
-if "$bin/specverify-loadgen" --help 2>&1 | grep -q -- "compare_address\|compare-address"; then
+if grep -q -- "compare_address" <<< "$loadgen_help"; then
   extra+=(--compare-address=cpu=127.0.0.1:50402)
 fi
 echo "loadgen comparisons: noop ${extra[*]}"
@@ -116,8 +118,8 @@ done
 python3 - "$out" > "$out/sweep.md" <<'PY'
 import glob, json, os, sys
 out = sys.argv[1]
-print("| row B | kv | c | target | req/s | p50 us | p99 us | server queue p50 us | vs noop req/s | p99 - noop p99 us |")
-print("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|")
+print("| row B | kv | c | target | req/s | p50 us | p99 us | server queue p50 us | vs noop req/s | p99 - noop p99 us | p50 - raw p50 us |")
+print("|---:|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
 for rows in (512, 4096):
     for kv in ("none", "inline", "handle"):
         path = os.path.join(out, f"sweep-{rows}-{kv}.json")
@@ -126,19 +128,22 @@ for rows in (512, 4096):
         d = json.load(open(path))
         for step in d["steps"]:
             noop = step.get("ceiling")
+            raw = step.get("raw") if isinstance(step.get("raw"), dict) else None
             entries = [("gpu", step["result"])]
             if noop: entries.append(("noop", noop))
             if isinstance(step.get("raw"), dict): entries.append(("raw", step["raw"]))
             for c in step.get("compare", []) or []:
-                entries.append((c.get("label", "compare"), c))
+                entries.append((c.get("target", "compare"), c))
             for name, r in entries:
                 lat = r["latency_ns"]
                 rps = r["requests_per_s"]
                 ratio = f'{rps / noop["requests_per_s"]:.2f}' if noop and noop["requests_per_s"] else ""
                 added = f'{(lat["intended"]["p99"] - noop["latency_ns"]["intended"]["p99"]) / 1e3:.0f}' if noop else ""
+                over_raw = (f'{(lat["intended"]["p50"] - raw["latency_ns"]["intended"]["p50"]) / 1e3:.1f}'
+                            if raw and name != "raw" else "")
                 print(f'| {rows} | {kv} | {r.get("concurrency")} | {name} | {rps:.0f} | '
                       f'{lat["intended"]["p50"] / 1e3:.1f} | {lat["intended"]["p99"] / 1e3:.1f} | '
-                      f'{lat["server_queue"]["p50"] / 1e3:.1f} | {ratio} | {added} |')
+                      f'{lat["server_queue"]["p50"] / 1e3:.1f} | {ratio} | {added} | {over_raw} |')
 PY
 {
   echo "## concurrency 1"
