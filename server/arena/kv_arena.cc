@@ -117,7 +117,11 @@ void KvArena::ReaperLoop() {
 absl::StatusOr<int64_t> KvArena::Reserve(int64_t bytes) {
   absl::MutexLock lock(&mu_);
   absl::StatusOr<int64_t> offset = allocator_.Allocate(bytes, options_.alignment_bytes);
-  if (offset.ok()) ReportUsageLocked();
+  if (offset.ok()) {
+    ReportUsageLocked();
+  } else {
+    metrics_->SetArenaLargestFreeExtent(allocator_.largest_free_extent());
+  }
   return offset;
 }
 
@@ -202,11 +206,18 @@ int64_t KvArena::ReapExpired() {
       }
     }
     if (!expired.empty()) ReportUsageLocked();
+    // Once per reap interval: walking the free list is not for every batch.
+    metrics_->SetArenaLargestFreeExtent(allocator_.largest_free_extent());
   }
   const int64_t count = static_cast<int64_t>(expired.size());
   expired.clear();  // regions free their bytes outside our lock section above
   if (count > 0) metrics_->OnHandlesExpired(count);
   return count;
+}
+
+int64_t KvArena::largest_free_extent() {
+  absl::MutexLock lock(&mu_);
+  return allocator_.largest_free_extent();
 }
 
 int64_t KvArena::used_bytes() {

@@ -108,6 +108,8 @@ class KvArena {
   ArenaMemory& memory() { return *memory_; }
   int64_t capacity_bytes() const { return capacity_; }
   int64_t used_bytes();
+  // Largest reservation that would succeed in one piece.
+  int64_t largest_free_extent();
   int64_t live_handles();
   absl::Duration handle_ttl() const { return options_.handle_ttl; }
 

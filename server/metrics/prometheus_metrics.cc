@@ -305,6 +305,13 @@ void PrometheusServerMetrics::BuildSeries() {
                                     "answered.")
                               .Register(r)
                               .Add({});
+  arena_largest_free_extent_bytes_ = &prometheus::BuildGauge()
+                                         .Name("specverify_kv_arena_largest_free_extent_bytes")
+                                         .Help("Largest KV arena reservation that would still "
+                                               "succeed in one piece; far below the free bytes "
+                                               "means fragmentation.")
+                                         .Register(r)
+                                         .Add({});
   arena_used_bytes_ = &prometheus::BuildGauge()
                            .Name("specverify_kv_arena_used_bytes")
                            .Help("KV arena bytes held by live handles.")
@@ -415,6 +422,10 @@ void PrometheusServerMetrics::OnHandlesExpired(int64_t count) {
 
 void PrometheusServerMetrics::OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) {
   if (bytes > 0) host_copy_bytes_[static_cast<int>(direction)]->Increment(static_cast<double>(bytes));
+}
+
+void PrometheusServerMetrics::SetArenaLargestFreeExtent(int64_t bytes) {
+  arena_largest_free_extent_bytes_->Set(static_cast<double>(bytes));
 }
 
 void PrometheusServerMetrics::OnDeviceError() { device_errors_->Increment(); }

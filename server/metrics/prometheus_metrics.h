@@ -92,6 +92,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
                      int64_t live_handles) override;
   void OnHandlesExpired(int64_t count) override;
   void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) override;
+  void SetArenaLargestFreeExtent(int64_t bytes) override;
   void OnDeviceError() override;
   void SetServing(bool serving) override;
 
@@ -133,6 +134,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
   prometheus::Gauge* in_flight_sequences_ = nullptr;
   prometheus::Gauge* arena_used_bytes_ = nullptr;
   prometheus::Gauge* arena_capacity_bytes_ = nullptr;
+  prometheus::Gauge* arena_largest_free_extent_bytes_ = nullptr;
   prometheus::Gauge* live_handles_ = nullptr;
   prometheus::Counter* handles_expired_ = nullptr;
   prometheus::Counter* device_errors_ = nullptr;

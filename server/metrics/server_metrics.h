@@ -80,6 +80,11 @@ class ServerMetrics {
   virtual void SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
                              int64_t live_handles) = 0;
   virtual void OnHandlesExpired(int64_t count) = 0;
+  // The largest request the arena could still take in one piece
+  // (fragmentation: free bytes may be many times this). Reported every reap
+  // interval and whenever a reservation fails, not per batch: it walks the
+  // free list.
+  virtual void SetArenaLargestFreeExtent(int64_t bytes) = 0;
   // Payload bytes copied on the host (per batch, or per FetchKv chunk): the
   // data plane's copy count, one each way by design.
   virtual void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) = 0;
@@ -102,6 +107,7 @@ class NoopServerMetrics final : public ServerMetrics {
   void SetInFlightSequences(int64_t) override {}
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
+  void SetArenaLargestFreeExtent(int64_t) override {}
   void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
   void OnDeviceError() override {}
   void SetServing(bool) override {}

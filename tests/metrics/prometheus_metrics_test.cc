@@ -221,6 +221,14 @@ TEST(PrometheusServerMetricsTest, RejectionsAreCountedByReason) {
   EXPECT_EQ(SamplesNamed(samples, "specverify_requests_rejected_total").size(), 7u);
 }
 
+TEST(PrometheusServerMetricsTest, ArenaLargestFreeExtentIsAGauge) {
+  auto metrics = StartUnserved();
+  metrics->SetArenaLargestFreeExtent(35840);
+  metrics->SetArenaLargestFreeExtent(1 << 20);
+  EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_kv_arena_largest_free_extent_bytes"),
+              Optional(1048576.0));
+}
+
 TEST(PrometheusServerMetricsTest, PayloadHostCopiesAreCountedByDirection) {
   auto metrics = StartUnserved();
   metrics->OnPayloadHostCopy(HostCopyDirection::kIn, 4096);

@@ -128,6 +128,47 @@ TEST_F(KvArenaTest, ZeroRowHandleIsValid) {
   EXPECT_EQ(*arena_->Release(id), 0);
 }
 
+TEST(KvArenaFragmentationTest, LargestFreeExtentIsReportedOnReapAndOnAFailedReservation) {
+  struct Recording final : public ServerMetrics {
+    void SetIdentity(const ServerIdentity&) override {}
+    void OnRequestFinished(RpcMethod, absl::StatusCode, absl::Duration) override {}
+    void OnRequestRejected(RejectReason) override {}
+    void OnQueueDelay(absl::Duration) override {}
+    void OnBatchExecuted(const BatchReport&) override {}
+    void SetQueuedSequences(int64_t) override {}
+    void SetInFlightSequences(int64_t) override {}
+    void SetArenaUsage(int64_t, int64_t, int64_t) override {}
+    void OnHandlesExpired(int64_t) override {}
+    void SetArenaLargestFreeExtent(int64_t bytes) override { largest = bytes; }
+    void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
+    void OnDeviceError() override {}
+    void SetServing(bool) override {}
+    int64_t largest = -1;
+  } metrics;
+  FakeClock clock;
+  KvArenaOptions options;
+  options.reap_interval = absl::ZeroDuration();
+  options.clock = &clock;
+  options.metrics = &metrics;
+  options.alignment_bytes = 256;
+  auto arena = *KvArena::Create(*HostArenaMemory::Create(4096), options);
+  // Four 1 KiB extents, every other one freed: 2 KiB free, 1 KiB in one piece.
+  std::vector<int64_t> offsets;
+  for (int i = 0; i < 4; ++i) offsets.push_back(*arena->Reserve(1024));
+  arena->Free(offsets[0], 1024);
+  arena->Free(offsets[2], 1024);
+  EXPECT_EQ(arena->largest_free_extent(), 1024);
+  arena->ReapExpired();
+  EXPECT_EQ(metrics.largest, 1024);
+  metrics.largest = -1;
+  EXPECT_THAT(arena->Reserve(2048),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("largest free extent")));
+  EXPECT_EQ(metrics.largest, 1024);  // reported with the failure
+  arena->Free(offsets[1], 1024);     // coalesces three extents
+  arena->ReapExpired();
+  EXPECT_EQ(metrics.largest, 3072);
+}
+
 TEST(KvArenaCreateTest, RejectsBadOptions) {
   NoopServerMetrics metrics;
   KvArenaOptions options;

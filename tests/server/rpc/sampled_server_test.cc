@@ -51,6 +51,7 @@ class RecordingMetrics final : public ServerMetrics {
   void SetInFlightSequences(int64_t) override {}
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
+  void SetArenaLargestFreeExtent(int64_t) override {}
   void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
   void OnDeviceError() override {}
   void SetServing(bool) override {}

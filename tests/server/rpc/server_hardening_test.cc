@@ -131,6 +131,7 @@ class StreamCountingMetrics final : public ServerMetrics {
   void SetInFlightSequences(int64_t) override {}
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
+  void SetArenaLargestFreeExtent(int64_t) override {}
   void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
   void OnDeviceError() override {}
   void SetServing(bool) override {}
@@ -374,7 +375,11 @@ TEST_F(HardeningTest, MalformedHandlesAreInvalidArgumentAndUnknownOnesNotFound) 
 // it: an 8,000-byte id gets its own short INVALID_ARGUMENT naming the limit,
 // and long (but valid) ids are echoed in messages only up to a bound.
 TEST_F(HardeningTest, StreamRequestIdsAreBoundedBeforeTheyAreEchoed) {
-  options_.max_queue_delay_us = 200'000;  // keeps the first in flight while the duplicate arrives
+  // A batch below the preferred size waits: keeps the first in flight while
+  // the duplicate arrives (the latency-first default would dispatch it at
+  // once and it could be answered before the duplicate is read).
+  options_.preferred_batch_sequences = options_.max_batch_sequences;
+  options_.max_queue_delay_us = 200'000;
   Start();
   absl::Mutex mu;
   std::vector<v1::VerifyStreamResponse> answers;

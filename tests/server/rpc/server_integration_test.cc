@@ -66,6 +66,7 @@ class CountingMetrics final : public ServerMetrics {
   void SetInFlightSequences(int64_t) override {}
   void SetArenaUsage(int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
+  void SetArenaLargestFreeExtent(int64_t) override {}
   void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) override {
     (direction == HostCopyDirection::kIn ? copied_in_ : copied_out_) += bytes;
   }
