@@ -11,7 +11,8 @@ packages=(
   libabsl-dev prometheus-cpp-dev libcivetweb-dev
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   prometheus   # promtool and a real Prometheus server for the metrics tests
-  clang        # -Wthread-safety analysis of the server's locking
+  clang        # -Wthread-safety analysis of the server's locking; the sanitizer build
+  libclang-rt-14-dev  # ASan/UBSan/libFuzzer runtimes for scripts/sanitize.sh
   curl         # scraping /metrics in scripts
 )
 

@@ -39,13 +39,14 @@ GrpcArgs EffectiveGrpcArgs(const GrpcArgs& overrides) {
       // at a window that holds a whole typical request.
       {"grpc.http2.lookahead_bytes", 8 << 20},
   };
-  for (const auto& [name, value] : overrides) {
+  for (const auto& override_arg : overrides) {
+    const std::string& name = override_arg.first;
     auto it = std::find_if(args.begin(), args.end(),
                            [&name](const auto& arg) { return arg.first == name; });
     if (it != args.end()) {
-      it->second = value;
+      it->second = override_arg.second;
     } else {
-      args.emplace_back(name, value);
+      args.push_back(override_arg);
     }
   }
   return args;

@@ -428,7 +428,7 @@ TEST_F(HardeningTest, FetchKvStreamsSeveralLargeChunks) {
   const std::span<const std::byte> expected = client::ExpectedPackedKv(workload_, 0, 8);
   VerifierClient::FetchOptions chunks;
   chunks.chunk_bytes = 64 << 10;
-  ASSERT_GT(expected.size(), size_t{4 * chunks.chunk_bytes});
+  ASSERT_GT(expected.size(), static_cast<size_t>(4 * chunks.chunk_bytes));
   absl::StatusOr<std::string> fetched = client_->FetchKv(r->kv().id(), chunks);
   ASSERT_THAT(fetched, IsOk());
   ASSERT_EQ(fetched->size(), expected.size());

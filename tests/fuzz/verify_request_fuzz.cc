@@ -1,0 +1,117 @@
+// libFuzzer target over the request path a client controls: the bytes of a
+// VerifyRequest are parsed, validated at the edge (server/rpc/validation.h),
+// and, when valid, staged through the CPU backend's staging by the batch
+// builder and verified by the CPU references (greedy or rejection sampling)
+// with their pack. Invariants a user relies on are checked for every valid
+// input; ASan/UBSan catch the rest. Built only in the sanitizer build
+// (-DSPECVERIFY_FUZZ=ON with clang; scripts/sanitize.sh), run by CTest for a
+// bounded time over the seed corpus in tests/fuzz/corpus/.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "server/arena/arena_memory.h"
+#include "server/backend/cpu_backend.h"
+#include "server/batcher/batch_builder.h"
+#include "server/batcher/pending_request.h"
+#include "server/rpc/validation.h"
+#include "specverify/v1/verifier.pb.h"
+
+namespace specverify::server {
+namespace {
+
+constexpr int64_t kArenaBytes = int64_t{64} << 20;
+
+// A violated invariant is a finding: print it and abort so libFuzzer keeps
+// the input.
+void Require(bool ok, const char* what) {
+  if (ok) return;
+  std::fprintf(stderr, "invariant violated: %s\n", what);
+  std::abort();
+}
+
+struct Harness {
+  Harness() {
+    CpuBackendOptions options;
+    options.threads = 1;
+    backend = *CpuBackend::Create(options);
+    arena = *backend->AllocateArenaMemory(kArenaBytes);
+  }
+  std::unique_ptr<CpuBackend> backend;
+  std::unique_ptr<ArenaMemory> arena;
+};
+
+int RunOne(const uint8_t* data, size_t size) {
+  static Harness* harness = new Harness;
+  v1::VerifyRequest request;
+  if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
+  RequestLimits limits;
+  limits.max_sequences_per_request = 64;
+  limits.max_draft_tokens = 64;
+  limits.max_sampled_request_bytes = int64_t{4} << 20;
+  absl::StatusOr<ValidatedRequest> shape = ValidateVerifyRequest(request, limits);
+  if (!shape.ok()) {
+    Require(shape.status().code() == absl::StatusCode::kInvalidArgument,
+            "a refused request is INVALID_ARGUMENT");
+    Require(!shape.status().message().empty(), "a refusal says why");
+    return 0;
+  }
+  auto pending = std::make_unique<PendingRequest>();
+  pending->request = &request;
+  pending->shape = *shape;
+  std::vector<std::unique_ptr<PendingRequest>> requests;
+  requests.push_back(std::move(pending));
+  const BatchKey& key = shape->key;
+
+  auto batch = std::make_unique<Batch>();
+  batch->key = key;
+  const StagingShape staging = StagingShapeOf(requests, key);
+  Require(staging.sequences == shape->num_sequences, "staging sequences = request sequences");
+  if (staging.kv_bytes > kArenaBytes) return 0;  // larger than this harness's arena
+  absl::StatusOr<std::unique_ptr<StagingLease>> lease =
+      harness->backend->AcquireStaging(staging, batch.get());
+  Require(lease.ok(), "CPU staging is always available");
+  batch->staging = *std::move(lease);
+  BuildBatchInputs(requests, key, batch.get());
+  Require(requests[0]->host_copy_in_bytes <= shape->payload_bytes,
+          "the host copies no more than the payload");
+  if (key.row_bytes > 0) batch->packed_kv = harness->arena->base();
+
+  absl::Notification done;
+  absl::Status status;
+  std::unique_ptr<Batch> result;
+  harness->backend->Submit(std::move(batch), [&](std::unique_ptr<Batch> b, absl::Status s) {
+    result = std::move(b);
+    status = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  Require(status.ok(), "a validated batch executes");
+  const GreedyHostResults& r = result->results;
+  const int32_t b = result->inputs.num_sequences();
+  Require(static_cast<int32_t>(r.accepted_lengths.size()) == b, "one result per sequence");
+  Require(r.packed_row_offsets[0] == 0, "packed offsets start at 0");
+  for (int32_t i = 0; i < b; ++i) {
+    const int32_t gamma = result->inputs.draft_offsets[i + 1] - result->inputs.draft_offsets[i];
+    Require(r.accepted_lengths[i] >= 0 && r.accepted_lengths[i] <= gamma, "0 <= k <= gamma");
+    Require(r.packed_row_offsets[i + 1] == r.packed_row_offsets[i] + r.accepted_lengths[i],
+            "packed offsets are the prefix sum of k");
+    Require((r.mismatch[i] != 0) == (r.accepted_lengths[i] < gamma) ||
+                (key.mode == VerifyMode::kSampled &&
+                 result->sampled_results.status_codes[i] != 0),
+            "mismatch iff k < gamma");
+  }
+  (void)RequestOutcomeStatus(*result, 0, b);
+  return 0;
+}
+
+}  // namespace
+}  // namespace specverify::server
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  return specverify::server::RunOne(data, size);
+}
