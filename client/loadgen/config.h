@@ -57,6 +57,9 @@ struct WorkloadConfig {
   // Fetch (and release) the KV rows of this fraction of the answers and
   // compare them byte for byte with the oracle. 0 = never.
   double fetch_kv_fraction = 0.0;
+  // False: handles not fetched are never released, and expire by TTL (a
+  // handle leaker, for soak tests: scripts/soak.sh).
+  bool release_kv = true;
 };
 
 struct LoadgenConfig {

@@ -61,6 +61,9 @@ ABSL_FLAG(uint64_t, seed, 1, "Workload, Poisson schedule and fetch-sample seed")
 ABSL_FLAG(int32_t, pool_requests, 1024, "Distinct requests generated and cycled through");
 ABSL_FLAG(std::string, kv_return, "handle", "How KV rows come back: handle, inline or none");
 ABSL_FLAG(bool, fetch_kv, false, "Fetch (and release) every answer's KV rows and check them");
+ABSL_FLAG(bool, release_kv, true,
+          "Release KV handles that are not fetched; false leaves them to expire by TTL "
+          "(a handle leaker, for soak tests)");
 ABSL_FLAG(double, fetch_kv_fraction, 0.0,
           "Fetch and check this fraction of answers' KV rows (the rest are released)");
 ABSL_FLAG(bool, tls, false, "Use TLS");
@@ -190,6 +193,7 @@ int main(int argc, char** argv) {
   auto kv_return = lg::ParseKvReturnMode(absl::GetFlag(FLAGS_kv_return));
   if (!kv_return.ok()) return Fail(kv_return.status());
   config.workload.kv_return = *kv_return;
+  config.workload.release_kv = absl::GetFlag(FLAGS_release_kv);
   config.workload.fetch_kv_fraction =
       absl::GetFlag(FLAGS_fetch_kv) ? 1.0 : absl::GetFlag(FLAGS_fetch_kv_fraction);
 

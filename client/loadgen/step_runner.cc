@@ -441,6 +441,10 @@ void StepRun::OnVerifyDone(Call* call, grpc::StatusCode code, const std::string&
     new KvFetch(this, call, stub, call->response.kv().id(), options_.deadline_ms);
     return;
   }
+  if (!options_.release_kv) {  // leaked on purpose: the server's TTL reclaims it
+    Finish(call);
+    return;
+  }
   struct ReleaseOp {
     grpc::ClientContext context;
     v1::ReleaseKvRequest request;

@@ -31,6 +31,7 @@ struct StepOptions {
   int64_t max_outstanding = 100000;  // open loop only
   int64_t deadline_ms = 10000;       // per unary RPC and per FetchKv; 0 = none
   double fetch_kv_fraction = 0.0;
+  bool release_kv = true;            // false: unfetched handles expire by TTL
   uint64_t seed = 1;                 // Poisson arrivals and the fetch sample
   bool progress = false;             // a live line on stderr
   std::string label;                 // shown in the progress line
