@@ -178,11 +178,26 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
       if (!roots.ok()) return roots.status();
       ssl.pem_root_certs = *std::move(roots);
     }
+    if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+      return absl::InvalidArgumentError(
+          "tls_cert_file and tls_key_file go together (mutual TLS needs both)");
+    }
+    if (!options.tls_cert_file.empty()) {
+      absl::StatusOr<std::string> cert = ReadFile(options.tls_cert_file);
+      if (!cert.ok()) return cert.status();
+      absl::StatusOr<std::string> key = ReadFile(options.tls_key_file);
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *std::move(cert);
+      ssl.pem_private_key = *std::move(key);
+    }
     credentials = grpc::SslCredentials(ssl);
   } else {
     credentials = grpc::InsecureChannelCredentials();
   }
   grpc::ChannelArguments args;
+  if (options.use_tls && !options.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(options.tls_server_name);
+  }
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   auto channel = grpc::CreateCustomChannel(options.address, credentials, args);

@@ -33,6 +33,11 @@ struct VerifierClientOptions {
   bool use_tls = false;
   // PEM root certificates for TLS; empty means the system's roots.
   std::string tls_root_cert_file;
+  // Mutual TLS: this client's PEM certificate chain and private key.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Overrides the name checked against the server's certificate.
+  std::string tls_server_name;
   // Largest message sent or received (KV rows travel inline or in chunks).
   int64_t max_message_bytes = 64 << 20;
   // Deadline of each call that does not pass its own; zero or infinite means

@@ -102,6 +102,13 @@ const std::map<std::string, Flag>& Flags() {
                "answers one VerifyStream may owe (in flight + unwritten) before the server "
                "stops reading it until one is written, [1, 65536]")},
       {"device", StringFlag(&ServerOptions::device, "auto | cpu | cuda:N | noop")},
+      {"tls_cert_file", StringFlag(&ServerOptions::tls_cert_file,
+                                   "PEM certificate chain: serve gRPC over TLS (with --tls_key_file)")},
+      {"tls_key_file", StringFlag(&ServerOptions::tls_key_file,
+                                  "PEM private key of --tls_cert_file")},
+      {"tls_client_ca_file",
+       StringFlag(&ServerOptions::tls_client_ca_file,
+                  "PEM CA certificates: require and verify client certificates (mutual TLS)")},
       {"grpc_args", StringFlag(&ServerOptions::grpc_args,
                                "extra gRPC server channel arguments, name=value[,name=value...] "
                                "(integers as integers); override the server's own settings")},
@@ -234,6 +241,14 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return Bad("calibrate_dispatch", absl::StrCat("is true but --dispatch_threshold_bytes=",
                                                   o.dispatch_threshold_bytes,
                                                   " is set; give one or the other"));
+  }
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return Bad(o.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file",
+               "is missing: --tls_cert_file and --tls_key_file go together");
+  }
+  if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) {
+    return Bad("tls_client_ca_file",
+               "needs --tls_cert_file and --tls_key_file: mutual TLS is TLS first");
   }
   if (absl::StatusOr<GrpcArgs> args = ParseGrpcArgs(o.grpc_args); !args.ok()) {
     return Bad("grpc_args", std::string(args.status().message()));

@@ -38,6 +38,11 @@ struct ServerOptions {
   std::string metrics_address = "0.0.0.0:9401";
   // Extra gRPC channel arguments, "name=value,..." (server/rpc/grpc_tuning.h).
   std::string grpc_args;
+  // TLS (PEM files): server certificate chain and key; with a client CA,
+  // mutual TLS (clients must present a certificate that CA signed).
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_client_ca_file;
   int64_t drain_timeout_ms = 10000;
   int32_t cpu_threads = 4;
   // CUDA executor: fused-vs-two-step threshold tau in bytes (-1: calibrate at

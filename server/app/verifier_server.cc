@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/app/version.h"
 #include "server/backend/backend_factory.h"
@@ -14,6 +17,41 @@
 #include "server/rpc/protobuf_log.h"
 
 namespace specverify::server {
+namespace {
+
+absl::StatusOr<std::string> ReadPemFile(absl::string_view flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  if (in) text << in.rdbuf();
+  if (!in || text.str().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, "=", path, ": cannot read a PEM file there"));
+  }
+  return text.str();
+}
+
+// Plaintext, TLS, or mutual TLS (docs/SERVER.md "TLS").
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
+    const ServerOptions& o) {
+  if (o.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<std::string> cert = ReadPemFile("tls_cert_file", o.tls_cert_file);
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadPemFile("tls_key_file", o.tls_key_file);
+  if (!key.ok()) return key.status();
+  const bool mutual = !o.tls_client_ca_file.empty();
+  grpc::SslServerCredentialsOptions ssl(
+      mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+             : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  if (mutual) {
+    absl::StatusOr<std::string> ca = ReadPemFile("tls_client_ca_file", o.tls_client_ca_file);
+    if (!ca.ok()) return ca.status();
+    ssl.pem_root_certs = *std::move(ca);
+  }
+  ssl.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
+  return grpc::SslServerCredentials(ssl);
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     const ServerOptions& options, ServerMetrics* metrics,
@@ -123,9 +161,11 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      ServerCredentialsFor(options);
+  if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, grpc::InsecureServerCredentials(),
-                           &server->port_);
+  builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
   ApplyGrpcArgs(EffectiveGrpcArgs(*ParseGrpcArgs(options.grpc_args)), builder);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));

@@ -55,3 +55,16 @@ if(TARGET specverify-server)
     SPECVERIFY_SERVER_BINARY="$<TARGET_FILE:specverify-server>")
   add_dependencies(loadgen_sampled_test specverify-server)
 endif()
+
+# TLS and mutual TLS against the real server (issue #15, item 10).
+if(TARGET specverify-server)
+  specverify_test(loadgen_tls_test
+    SOURCES
+      ${SPECVERIFY_LOADGEN_TEST_DIR}/server_process.cc
+      ${SPECVERIFY_LOADGEN_TEST_DIR}/loadgen_tls_test.cc
+    LIBS specverify_loadgen_core specverify_client
+    LABELS loadgen)
+  target_compile_definitions(loadgen_tls_test PRIVATE
+    SPECVERIFY_SERVER_BINARY="$<TARGET_FILE:specverify-server>")
+  add_dependencies(loadgen_tls_test specverify-server)
+endif()

@@ -185,5 +185,20 @@ TEST(ServerOptionsTest, LatencyFirstDefaultsAndPreferredSizeBounds) {
                        HasSubstr("cuda_mapped_inputs_max_bytes is -1")));
 }
 
+TEST(ServerOptionsTest, TlsFlagsGoTogether) {
+  EXPECT_THAT(ParseServerFlags({"--tls_cert_file=/x.pem"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--tls_key_file is missing: --tls_cert_file and --tls_key_file "
+                                 "go together")));
+  EXPECT_THAT(ParseServerFlags({"--tls_key_file=/x.key"}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--tls_cert_file is missing")));
+  EXPECT_THAT(ParseServerFlags({"--tls_client_ca_file=/ca.pem"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--tls_client_ca_file needs --tls_cert_file and --tls_key_file")));
+  EXPECT_THAT(ParseServerFlags({"--tls_cert_file=/a", "--tls_key_file=/b",
+                                "--tls_client_ca_file=/c"}),
+              IsOk());
+}
+
 }  // namespace
 }  // namespace specverify::server
