@@ -145,7 +145,8 @@ void KvArena::ReportUsageLocked() {
 
 absl::StatusOr<PublishedHandle> KvArena::Publish(int64_t offset, int64_t bytes,
                                                  int64_t row_bytes,
-                                                 int64_t num_rows, int32_t dtype) {
+                                                 int64_t num_rows, int32_t dtype,
+                                                 const std::string& owner) {
   const absl::Time expires = clock_->Now() + options_.handle_ttl;
   for (;;) {
     absl::StatusOr<std::string> id = NewHandleId();
@@ -155,31 +156,31 @@ absl::StatusOr<PublishedHandle> KvArena::Publish(int64_t offset, int64_t bytes,
     if (handles_.contains(*id)) continue;
     auto region = std::shared_ptr<KvRegion>(
         new KvRegion(this, *id, offset, bytes, row_bytes, num_rows, dtype));
-    handles_.emplace(*id, Entry{std::move(region), expires});
+    handles_.emplace(*id, Entry{std::move(region), expires, owner});
     ReportUsageLocked();
     return PublishedHandle{*std::move(id), expires};
   }
 }
 
 absl::StatusOr<std::shared_ptr<const KvRegion>> KvArena::Lookup(
-    const std::string& handle) {
+    const std::string& handle, const std::string& caller) {
   const absl::Time now = clock_->Now();
   absl::MutexLock lock(&mu_);
   auto it = handles_.find(handle);
-  if (it == handles_.end() || it->second.expires_at <= now) {
+  if (it == handles_.end() || it->second.expires_at <= now || it->second.owner != caller) {
     return absl::NotFoundError(absl::StrCat(
         "KV handle ", EchoForMessage(handle), " is unknown, released or expired"));
   }
   return std::shared_ptr<const KvRegion>(it->second.region);
 }
 
-absl::StatusOr<int64_t> KvArena::Release(const std::string& handle) {
+absl::StatusOr<int64_t> KvArena::Release(const std::string& handle, const std::string& caller) {
   const absl::Time now = clock_->Now();
   std::shared_ptr<KvRegion> region;
   {
     absl::MutexLock lock(&mu_);
     auto it = handles_.find(handle);
-    if (it == handles_.end() || it->second.expires_at <= now) {
+    if (it == handles_.end() || it->second.expires_at <= now || it->second.owner != caller) {
       return absl::NotFoundError(absl::StrCat(
           "KV handle ", EchoForMessage(handle), " is unknown, released or expired"));
     }

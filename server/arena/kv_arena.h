@@ -95,13 +95,18 @@ class KvArena {
   void Free(int64_t offset, int64_t bytes);
   // Makes [offset, offset + bytes) of a reservation a handle with a fresh
   // 128-bit random id and the arena's TTL. bytes may be 0 (no rows kept).
+  // `owner` is the client identity that may read and release it (the mTLS
+  // peer identity; empty without mutual TLS).
   absl::StatusOr<PublishedHandle> Publish(int64_t offset, int64_t bytes,
                                           int64_t row_bytes, int64_t num_rows,
-                                          int32_t dtype);
-  // NOT_FOUND for an unknown, released or expired handle.
-  absl::StatusOr<std::shared_ptr<const KvRegion>> Lookup(const std::string& handle);
+                                          int32_t dtype, const std::string& owner = "");
+  // NOT_FOUND for an unknown, released or expired handle, and for one that
+  // `caller` does not own: another identity learns nothing, not even that
+  // the handle exists.
+  absl::StatusOr<std::shared_ptr<const KvRegion>> Lookup(const std::string& handle,
+                                                         const std::string& caller = "");
   // Removes the handle; returns the bytes that return to the arena.
-  absl::StatusOr<int64_t> Release(const std::string& handle);
+  absl::StatusOr<int64_t> Release(const std::string& handle, const std::string& caller = "");
   // Removes every handle whose TTL passed; returns how many.
   int64_t ReapExpired();
 
@@ -118,6 +123,7 @@ class KvArena {
   struct Entry {
     std::shared_ptr<KvRegion> region;
     absl::Time expires_at;
+    std::string owner;
   };
 
   KvArena(std::unique_ptr<ArenaMemory> memory, const KvArenaOptions& options);

@@ -407,7 +407,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
       const int64_t bytes = rows * rb;
       if (r->shape.kv_return == v1::KV_RETURN_HANDLE) {
         absl::StatusOr<PublishedHandle> handle =
-            arena.Publish(offset, bytes, rb, rows, batch->key.kv_dtype);
+            arena.Publish(offset, bytes, rb, rows, batch->key.kv_dtype, r->owner);
         if (handle.ok()) {
           kept.emplace_back(offset, bytes);
           v1::KvHandle* kv = resp->mutable_kv();

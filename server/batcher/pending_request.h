@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -20,6 +21,9 @@ struct PendingRequest {
   // done(OK); untouched otherwise.
   v1::VerifyResponse* response = nullptr;
   ValidatedRequest shape;
+  // The client identity that owns a KV handle published for this request
+  // (the mTLS peer identity; empty without mutual TLS).
+  std::string owner;
   // Payload bytes the batch builder copied from `request` into staging.
   int64_t host_copy_in_bytes = 0;
   absl::Time arrival;                          // at the batcher, batcher clock

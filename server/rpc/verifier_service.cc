@@ -41,6 +41,18 @@ absl::Status ParseUnaryRequest(grpc::CallbackServerContext* context, const grpc:
   return ParseMessage(raw, "the request", message);
 }
 
+// The client identity a KV handle belongs to: the verified peer certificate's
+// identity (its SANs, else its CN) under mutual TLS; empty otherwise, when a
+// handle is a bearer token (docs/SERVER.md "TLS").
+std::string PeerIdentity(grpc::CallbackServerContext* context) {
+  if (context == nullptr) return "";
+  const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return "";
+  const std::vector<grpc::string_ref> identity = auth->GetPeerIdentity();
+  if (identity.empty()) return "";
+  return std::string(identity.front().data(), identity.front().size());
+}
+
 RejectReason ReasonFor(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kResourceExhausted:
@@ -218,6 +230,7 @@ class VerifyStreamReactor final
     entry->arrival = arrival;
     auto pending = std::make_unique<PendingRequest>();
     pending->request = entry->request.get();
+    pending->owner = PeerIdentity(context_);
     pending->response = entry->answer->mutable_response();
     pending->arrival = arrival;
     pending->deadline = DeadlineOf(context_);
@@ -374,7 +387,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   FetchKvReactor(const VerifierService& service, grpc::CallbackServerContext* context,
                  const grpc::ByteBuffer& raw_request)
-      : service_(service), arrival_(service.clock()->Now()) {
+      : service_(service), arrival_(service.clock()->Now()), caller_(PeerIdentity(context)) {
     v1::FetchKvRequest request;
     absl::Status status = ParseUnaryRequest(context, raw_request, &request);
     if (status.ok()) {
@@ -403,7 +416,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   absl::Status Start(const v1::FetchKvRequest& request) {
     if (absl::Status s = ValidateFetchKvRequest(request); !s.ok()) return s;
     absl::StatusOr<std::shared_ptr<const KvRegion>> region =
-        service_.options().arena->Lookup(request.handle());
+        service_.options().arena->Lookup(request.handle(), caller_);
     if (!region.ok()) return region.status();
     region_ = *std::move(region);
     const int64_t rows = region_->num_rows();
@@ -463,7 +476,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     region_.reset();
     absl::Status final_status = status;
     if (status.ok() && release_after_) {
-      absl::StatusOr<int64_t> released = service_.options().arena->Release(handle_);
+      absl::StatusOr<int64_t> released = service_.options().arena->Release(handle_, caller_);
       // Expired between the last chunk and now: the rows were delivered.
       if (!released.ok() && released.status().code() != absl::StatusCode::kNotFound) {
         final_status = released.status();
@@ -476,6 +489,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   const VerifierService& service_;
   const absl::Time arrival_;
+  const std::string caller_;  // the peer identity (mTLS), empty otherwise
   std::string handle_;
   bool release_after_ = false;
   std::shared_ptr<const KvRegion> region_;
@@ -536,6 +550,7 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
   v1::VerifyResponse* response = reactor->response();
   auto pending = std::make_unique<PendingRequest>();
   pending->request = reactor->request();
+  pending->owner = PeerIdentity(context);
   pending->response = response;
   // Parsed: from here on it is the batcher's (queue_ns counts from here;
   // server_ns from the handler's start, parsing included).
@@ -578,7 +593,8 @@ grpc::ServerUnaryReactor* VerifierService::ReleaseKv(grpc::CallbackServerContext
   absl::Status status = ParseUnaryRequest(context, *raw_request, &request);
   if (status.ok()) status = ValidateHandleField(request.handle());
   if (status.ok()) {
-    absl::StatusOr<int64_t> released = options_.arena->Release(request.handle());
+    absl::StatusOr<int64_t> released =
+        options_.arena->Release(request.handle(), PeerIdentity(context));
     if (released.ok()) {
       v1::ReleaseKvResponse response;
       response.set_released_bytes(*released);

@@ -42,7 +42,11 @@ bool MakeCertificates(const std::string& dir) {
            absl::StrCat("openssl req ", key, " -keyout client.key -out client.csr "
                         "-subj /CN=worker-a", quiet),
            absl::StrCat("openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key "
-                        "-CAcreateserial -out client.pem -days 1", quiet)}) {
+                        "-CAcreateserial -out client.pem -days 1", quiet),
+           absl::StrCat("openssl req ", key, " -keyout client-b.key -out client-b.csr "
+                        "-subj /CN=worker-b", quiet),
+           absl::StrCat("openssl x509 -req -in client-b.csr -CA ca.pem -CAkey ca.key "
+                        "-CAcreateserial -out client-b.pem -days 1", quiet)}) {
     if (std::system((cd + command).c_str()) != 0) return false;
   }
   return true;
@@ -163,6 +167,42 @@ TEST_F(LoadgenTlsTest, MutualTlsRequiresAClientCertificateTheCaSigned) {
   auto rogue_client = client::VerifierClient::Create(rogue);
   ASSERT_TRUE(rogue_client.ok()) << rogue_client.status();
   EXPECT_EQ(VerifyOnce(**rogue_client).code(), absl::StatusCode::kUnavailable);
+}
+
+// Issue #15, item 11: under mutual TLS a KV handle belongs to the identity
+// that created it; another identity gets NOT_FOUND, as for a handle that
+// does not exist.
+TEST_F(LoadgenTlsTest, HandlesBelongToTheClientIdentityThatCreatedThem) {
+  auto a = client::VerifierClient::Create(ClientOptions(mtls_->address(), true, true));
+  ASSERT_TRUE(a.ok()) << a.status();
+  client::VerifierClientOptions b_options = ClientOptions(mtls_->address(), true, false);
+  b_options.tls_cert_file = File("client-b.pem");
+  b_options.tls_key_file = File("client-b.key");
+  auto b = client::VerifierClient::Create(b_options);
+  ASSERT_TRUE(b.ok()) << b.status();
+
+  GreedyWorkloadOptions w;
+  w.num_sequences = 4;
+  w.row_bytes = 64;
+  w.alpha = 1.0;  // every row kept: the handle has rows
+  const GreedyWorkload workload = *GenerateGreedyWorkload(w);
+  client::GreedyRequestOptions r;
+  r.num_sequences = 4;
+  r.kv_return = v1::KV_RETURN_HANDLE;
+  absl::StatusOr<v1::VerifyResponse> answer = (*a)->Verify(*client::BuildGreedyRequest(workload, r));
+  ASSERT_TRUE(answer.ok()) << answer.status();
+  const std::string handle = answer->kv().id();
+  ASSERT_FALSE(handle.empty());
+
+  absl::StatusOr<std::string> stolen = (*b)->FetchKv(handle);
+  EXPECT_EQ(stolen.status().code(), absl::StatusCode::kNotFound) << stolen.status();
+  EXPECT_THAT(std::string(stolen.status().message()), ::testing::HasSubstr("unknown, released or expired"));
+  EXPECT_EQ((*b)->ReleaseKv(handle).status().code(), absl::StatusCode::kNotFound);
+  // B's attempts changed nothing: A still reads and then releases its rows.
+  absl::StatusOr<std::string> rows = (*a)->FetchKv(handle);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->size(), static_cast<size_t>(answer->kv().num_rows() * 64));
+  EXPECT_TRUE((*a)->ReleaseKv(handle).ok());
 }
 
 TEST_F(LoadgenTlsTest, LoadgenRunsACheckedSweepOverMutualTls) {

@@ -122,6 +122,20 @@ TEST_F(KvArenaTest, FullArenaNeverOverwritesLiveHandles) {
   EXPECT_THAT(arena_->Reserve(kCapacity - 1024), IsOk());
 }
 
+TEST_F(KvArenaTest, AnOwnedHandleIsNotFoundForAnotherIdentity) {
+  const int64_t base = *arena_->Reserve(256);
+  absl::StatusOr<PublishedHandle> h = arena_->Publish(base, 256, 64, 4, 4, "worker-a");
+  ASSERT_THAT(h, IsOk());
+  for (const std::string caller : {"worker-b", ""}) {
+    EXPECT_THAT(arena_->Lookup(h->id, caller),
+                StatusIs(absl::StatusCode::kNotFound, HasSubstr("unknown, released or expired")));
+    EXPECT_THAT(arena_->Release(h->id, caller), StatusIs(absl::StatusCode::kNotFound, HasSubstr("")));
+  }
+  EXPECT_THAT(arena_->Lookup(h->id, "worker-a"), IsOk());
+  EXPECT_THAT(arena_->Release(h->id, "worker-a"), IsOk());
+  EXPECT_EQ(arena_->live_handles(), 0);
+}
+
 TEST_F(KvArenaTest, ZeroRowHandleIsValid) {
   const std::string id = arena_->Publish(0, 0, 64, 0, 4)->id;
   EXPECT_EQ((*arena_->Lookup(id))->bytes(), 0);
