@@ -95,8 +95,9 @@ class ServerMetrics {
   virtual void SetServing(bool serving) = 0;
 };
 
-// Reports nothing; the default until a real exporter is injected, and for tests.
-class NoopServerMetrics final : public ServerMetrics {
+// Reports nothing; the default until a real exporter is injected. Tests
+// derive their recording doubles from it and override only what they record.
+class NoopServerMetrics : public ServerMetrics {
  public:
   void SetIdentity(const ServerIdentity&) override {}
   void OnRequestFinished(RpcMethod, absl::StatusCode, absl::Duration) override {}

@@ -143,20 +143,8 @@ TEST_F(KvArenaTest, ZeroRowHandleIsValid) {
 }
 
 TEST(KvArenaFragmentationTest, LargestFreeExtentIsReportedOnReapAndOnAFailedReservation) {
-  struct Recording final : public ServerMetrics {
-    void SetIdentity(const ServerIdentity&) override {}
-    void OnRequestFinished(RpcMethod, absl::StatusCode, absl::Duration) override {}
-    void OnRequestRejected(RejectReason) override {}
-    void OnQueueDelay(absl::Duration) override {}
-    void OnBatchExecuted(const BatchReport&) override {}
-    void SetQueuedSequences(int64_t) override {}
-    void SetInFlightSequences(int64_t) override {}
-    void SetArenaUsage(int64_t, int64_t, int64_t) override {}
-    void OnHandlesExpired(int64_t) override {}
+  struct Recording final : public NoopServerMetrics {
     void SetArenaLargestFreeExtent(int64_t bytes) override { largest = bytes; }
-    void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
-    void OnDeviceError() override {}
-    void SetServing(bool) override {}
     int64_t largest = -1;
   } metrics;
   FakeClock clock;

@@ -37,24 +37,12 @@ using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // Records the batches the server reports.
-class RecordingMetrics final : public ServerMetrics {
+class RecordingMetrics final : public NoopServerMetrics {
  public:
-  void SetIdentity(const ServerIdentity&) override {}
-  void OnRequestFinished(RpcMethod, absl::StatusCode, absl::Duration) override {}
-  void OnRequestRejected(RejectReason) override {}
-  void OnQueueDelay(absl::Duration) override {}
   void OnBatchExecuted(const BatchReport& report) override {
     absl::MutexLock lock(&mu_);
     batches_.push_back(report);
   }
-  void SetQueuedSequences(int64_t) override {}
-  void SetInFlightSequences(int64_t) override {}
-  void SetArenaUsage(int64_t, int64_t, int64_t) override {}
-  void OnHandlesExpired(int64_t) override {}
-  void SetArenaLargestFreeExtent(int64_t) override {}
-  void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
-  void OnDeviceError() override {}
-  void SetServing(bool) override {}
   std::vector<BatchReport> batches() {
     absl::MutexLock lock(&mu_);
     return batches_;

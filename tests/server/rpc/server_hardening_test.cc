@@ -120,23 +120,11 @@ RawResult RawCall(const std::shared_ptr<grpc::Channel>& channel, const std::stri
 }
 
 // Counts the requests a server answered on VerifyStream.
-class StreamCountingMetrics final : public ServerMetrics {
+class StreamCountingMetrics final : public NoopServerMetrics {
  public:
-  void SetIdentity(const ServerIdentity&) override {}
   void OnRequestFinished(RpcMethod method, absl::StatusCode, absl::Duration) override {
     if (method == RpcMethod::kVerifyStream) stream_answered_.fetch_add(1);
   }
-  void OnRequestRejected(RejectReason) override {}
-  void OnQueueDelay(absl::Duration) override {}
-  void OnBatchExecuted(const BatchReport&) override {}
-  void SetQueuedSequences(int64_t) override {}
-  void SetInFlightSequences(int64_t) override {}
-  void SetArenaUsage(int64_t, int64_t, int64_t) override {}
-  void OnHandlesExpired(int64_t) override {}
-  void SetArenaLargestFreeExtent(int64_t) override {}
-  void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
-  void OnDeviceError() override {}
-  void SetServing(bool) override {}
   int stream_answered() const { return stream_answered_.load(); }
 
  private:

@@ -51,26 +51,16 @@ bool Eventually(const std::function<bool()>& done,
 }
 
 // Counts how the server finished each Verify call, by code.
-class CountingMetrics final : public ServerMetrics {
+class CountingMetrics final : public NoopServerMetrics {
  public:
-  void SetIdentity(const ServerIdentity&) override {}
   void OnRequestFinished(RpcMethod method, absl::StatusCode code, absl::Duration) override {
     if (method != RpcMethod::kVerify) return;
     absl::MutexLock lock(&mu_);
     ++finished_[code];
   }
-  void OnRequestRejected(RejectReason) override {}
-  void OnQueueDelay(absl::Duration) override {}
-  void OnBatchExecuted(const BatchReport&) override {}
-  void SetQueuedSequences(int64_t) override {}
-  void SetInFlightSequences(int64_t) override {}
-  void SetArenaUsage(int64_t, int64_t, int64_t) override {}
-  void OnHandlesExpired(int64_t) override {}
-  void SetArenaLargestFreeExtent(int64_t) override {}
   void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) override {
     (direction == HostCopyDirection::kIn ? copied_in_ : copied_out_) += bytes;
   }
-  void OnDeviceError() override {}
   void SetServing(bool serving) override { serving_.store(serving ? 1 : 0); }
   int64_t copied_in() const { return copied_in_.load(); }
   int64_t copied_out() const { return copied_out_.load(); }
