@@ -1,4 +1,10 @@
 #!/usr/bin/env bash
+# Superseded for serving numbers by scripts/gpu-serving.sh (issue #12: raw
+# gRPC, no-op and CPU side by side with the latency-first batcher); kept to
+# repeat the issue #5 runs of docs/PERFORMANCE_LOG.md. Its servers' old
+# --max_queue_delay_us=200 now applies only below --preferred_batch_sequences
+# (0), i.e. never.
+#
 # End to end on the GPU machine (issue #5), in one command: the CUDA executor
 # tests, then three servers on loopback -- --device=cuda:0, --device=cpu and
 # --device=noop (the transport ceiling) -- each driven by specverify-loadgen
