@@ -38,10 +38,13 @@ free_port() {
 PORT=$(free_port)
 METRICS_PORT=$(free_port)
 pids=()
+victim=""
 cleanup() {
-  for pid in "${pids[@]}" ${SERVER_PID:-}; do kill -KILL "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}" ${victim:-} ${SERVER_PID:-}; do kill -KILL "$pid" 2>/dev/null || true; done
 }
+# Interrupted or killed: take every child along (a soak must not outlive itself).
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 "$SERVER_BIN" --device=cpu --listen_address=127.0.0.1:$PORT \
     --metrics_address=127.0.0.1:$METRICS_PORT --kv_arena_bytes=$((16 << 20)) \
@@ -81,6 +84,7 @@ while [ $SECONDS -lt $end ]; do
   sleep 3
   kill -KILL "$victim" 2>/dev/null && kills=$((kills + 1))
   wait "$victim" 2>/dev/null
+  victim=""
 done
 
 status=0
