@@ -93,6 +93,10 @@ absl::Status Target::WaitForServing(const std::string& address, const TransportO
   options.address = address;
   options.use_tls = transport.tls;
   options.tls_root_cert_file = transport.tls_ca_file;
+  // Under mutual TLS the health check needs the client certificate too.
+  options.tls_cert_file = transport.tls_cert_file;
+  options.tls_key_file = transport.tls_key_file;
+  options.tls_server_name = transport.tls_server_name;
   options.max_message_bytes = transport.max_message_bytes;
   options.default_deadline = absl::Seconds(2);
   absl::StatusOr<std::unique_ptr<client::VerifierClient>> health_client =

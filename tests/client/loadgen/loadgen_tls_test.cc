@@ -217,6 +217,7 @@ TEST_F(LoadgenTlsTest, LoadgenRunsACheckedSweepOverMutualTls) {
   c.transport.tls_cert_file = File("client.pem");
   c.transport.tls_key_file = File("client.key");
   c.transport.tls_server_name = "localhost";
+  c.wait_for_serving_s = 10;  // the health check goes over mutual TLS too
   c.workload.row_bytes = 256;
   c.workload.kv_return = KvReturnMode::kHandle;
   c.workload.fetch_kv_fraction = 0.5;
