@@ -157,6 +157,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   service_options.batcher = server->batcher_.get();
   service_options.arena = server->arena_.get();
   service_options.metrics = metrics;
+  service_options.mutual_tls = !options.tls_client_ca_file.empty();
   server->service_ = std::make_unique<VerifierService>(service_options);
 
   grpc::EnableDefaultHealthCheckService(true);

@@ -41,18 +41,6 @@ absl::Status ParseUnaryRequest(grpc::CallbackServerContext* context, const grpc:
   return ParseMessage(raw, "the request", message);
 }
 
-// The client identity a KV handle belongs to: the verified peer certificate's
-// identity (its SANs, else its CN) under mutual TLS; empty otherwise, when a
-// handle is a bearer token (docs/SERVER.md "TLS").
-std::string PeerIdentity(grpc::CallbackServerContext* context) {
-  if (context == nullptr) return "";
-  const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
-  if (auth == nullptr || !auth->IsPeerAuthenticated()) return "";
-  const std::vector<grpc::string_ref> identity = auth->GetPeerIdentity();
-  if (identity.empty()) return "";
-  return std::string(identity.front().data(), identity.front().size());
-}
-
 RejectReason ReasonFor(absl::StatusCode code) {
   switch (code) {
     case absl::StatusCode::kResourceExhausted:
@@ -230,7 +218,7 @@ class VerifyStreamReactor final
     entry->arrival = arrival;
     auto pending = std::make_unique<PendingRequest>();
     pending->request = entry->request.get();
-    pending->owner = PeerIdentity(context_);
+    pending->owner = service_->CallerIdentity(context_);
     pending->response = entry->answer->mutable_response();
     pending->arrival = arrival;
     pending->deadline = DeadlineOf(context_);
@@ -387,7 +375,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   FetchKvReactor(const VerifierService& service, grpc::CallbackServerContext* context,
                  const grpc::ByteBuffer& raw_request)
-      : service_(service), arrival_(service.clock()->Now()), caller_(PeerIdentity(context)) {
+      : service_(service), arrival_(service.clock()->Now()), caller_(service.CallerIdentity(context)) {
     v1::FetchKvRequest request;
     absl::Status status = ParseUnaryRequest(context, raw_request, &request);
     if (status.ok()) {
@@ -532,6 +520,17 @@ absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
   return status;
 }
 
+std::string VerifierService::CallerIdentity(grpc::CallbackServerContext* context) const {
+  // Without mutual TLS no peer is authenticated: skip the auth-context
+  // lookup on every request.
+  if (!options_.mutual_tls || context == nullptr) return "";
+  const std::shared_ptr<const grpc::AuthContext> auth = context->auth_context();
+  if (auth == nullptr || !auth->IsPeerAuthenticated()) return "";
+  const std::vector<grpc::string_ref> identity = auth->GetPeerIdentity();
+  if (identity.empty()) return "";
+  return std::string(identity.front().data(), identity.front().size());
+}
+
 grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* context,
                                                   const grpc::ByteBuffer* raw_request,
                                                   grpc::ByteBuffer* raw_response) {
@@ -550,7 +549,7 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
   v1::VerifyResponse* response = reactor->response();
   auto pending = std::make_unique<PendingRequest>();
   pending->request = reactor->request();
-  pending->owner = PeerIdentity(context);
+  pending->owner = CallerIdentity(context);
   pending->response = response;
   // Parsed: from here on it is the batcher's (queue_ns counts from here;
   // server_ns from the handler's start, parsing included).
@@ -594,7 +593,7 @@ grpc::ServerUnaryReactor* VerifierService::ReleaseKv(grpc::CallbackServerContext
   if (status.ok()) status = ValidateHandleField(request.handle());
   if (status.ok()) {
     absl::StatusOr<int64_t> released =
-        options_.arena->Release(request.handle(), PeerIdentity(context));
+        options_.arena->Release(request.handle(), CallerIdentity(context));
     if (released.ok()) {
       v1::ReleaseKvResponse response;
       response.set_released_bytes(*released);

@@ -40,6 +40,9 @@ struct VerifierServiceOptions {
   KvArena* arena = nullptr;
   ServerMetrics* metrics = nullptr;
   Clock* clock = nullptr;  // RealClock when null
+  // Clients present verified certificates (--tls_client_ca_file): KV handles
+  // belong to the peer identity. Off, no per-request identity lookup.
+  bool mutual_tls = false;
 };
 
 // The generated service with every method switched to a raw callback method
@@ -86,6 +89,10 @@ class VerifierService final : public RawVerifierServiceBase {
   absl::Status Admit(std::unique_ptr<PendingRequest> pending);
 
   const VerifierServiceOptions& options() const { return options_; }
+  // The client identity that owns the KV handles a call creates or uses:
+  // the verified peer certificate's identity under mutual TLS, else empty
+  // (a handle is then a bearer token).
+  std::string CallerIdentity(grpc::CallbackServerContext* context) const;
   Clock* clock() const { return clock_; }
 
  private:

@@ -14,8 +14,6 @@
 namespace specverify::server {
 namespace {
 
-constexpr int64_t kSectionAlign = kStagingAlign;
-int64_t AlignUp(int64_t x) { return StagingAlignUp(x); }
 
 // status_codes / error_positions are the rejection-sampling outcome codes;
 // greedy_next takes the greedy pack's next tokens of a sampled batch (the
@@ -26,12 +24,12 @@ struct ResultLayout {
 };
 ResultLayout LayoutResults(int64_t b) {
   ResultLayout l;
-  l.next = AlignUp(4 * b);
-  l.packed_offsets = l.next + AlignUp(4 * b);
-  l.status_codes = l.packed_offsets + AlignUp(4 * (b + 1));
-  l.error_positions = l.status_codes + AlignUp(4 * b);
-  l.greedy_next = l.error_positions + AlignUp(4 * b);
-  l.mismatch = l.greedy_next + AlignUp(4 * b);
+  l.next = StagingAlignUp(4 * b);
+  l.packed_offsets = l.next + StagingAlignUp(4 * b);
+  l.status_codes = l.packed_offsets + StagingAlignUp(4 * (b + 1));
+  l.error_positions = l.status_codes + StagingAlignUp(4 * b);
+  l.greedy_next = l.error_positions + StagingAlignUp(4 * b);
+  l.mismatch = l.greedy_next + StagingAlignUp(4 * b);
   l.total = l.mismatch + b;
   return l;
 }
@@ -108,8 +106,8 @@ absl::Status CudaExecutor::Reserve() {
   // A batch's distribution rows are part of its payload, which the batcher
   // bounds by max(--max_batch_bytes, one request <= --max_message_bytes).
   sampled_capacity_ =
-      AlignUp(int64_t{sizeof(SequenceSamplingParams)} * options_.max_batch_sequences) +
-      options_.max_batch_kv_bytes + kSectionAlign;
+      StagingAlignUp(int64_t{sizeof(SequenceSamplingParams)} * options_.max_batch_sequences) +
+      options_.max_batch_kv_bytes + kStagingAlign;
   for (int i = 0; i < options_.slots; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->index = i;
