@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "absl/time/clock.h"
+#include "server/backend/host_region_copies.h"
+#include "server/regions/host_region.h"
 
 namespace specverify::server {
 
@@ -15,6 +17,7 @@ BackendDescription NoopBackend::Describe() const {
   d.name = "noop";
   d.device_name = "none (no-op transport ceiling)";
   d.verifies = false;
+  d.region_kinds = {"system"};
   return d;
 }
 
@@ -24,6 +27,10 @@ absl::StatusOr<std::unique_ptr<ArenaMemory>> NoopBackend::AllocateArenaMemory(
       HostArenaMemory::Create(bytes);
   if (!memory.ok()) return memory.status();
   return std::unique_ptr<ArenaMemory>(*std::move(memory));
+}
+
+absl::StatusOr<std::unique_ptr<RegionMapping>> NoopBackend::MapRegion(const RegionSpec& spec) {
+  return MapHostRegion(spec, "noop");
 }
 
 void NoopBackend::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
@@ -50,6 +57,7 @@ absl::Status NoopBackend::Execute(Batch& batch) {
     rows += gamma;
   }
   batch.results.packed_row_offsets[b] = rows;
+  GatherRegionRowsOnHost(batch);
   // k = gamma for every sequence, so the packed rows are the staged draft
   // rows as they lie: one copy into the arena, and handles, FetchKv and
   // inline answers carry as many bytes as a real server's largest answer.
@@ -57,6 +65,7 @@ absl::Status NoopBackend::Execute(Batch& batch) {
     std::memcpy(batch.packed_kv, in.draft_kv.data(), in.draft_kv.size());
     batch.packed_kv_host = batch.packed_kv;
   }
+  DeliverPackedRowsOnHost(batch);
   batch.path = ExecutionPathLabel::kNoop;
   batch.verified = false;
   batch.exact = IsExactMethod(batch.key.method);
