@@ -9,7 +9,9 @@
 namespace specverify::server {
 
 // Copies each sequence's KV rows from its region into batch.inputs.draft_kv
-// (the batch's key has kv_in_regions). No-op otherwise.
+// (the batch's key has kv_in_regions). No-op otherwise. Sequences and
+// deliveries with null addresses (regions the backend accepted without
+// mapping them: the no-op ceiling's CUDA regions) are skipped.
 void GatherRegionRowsOnHost(Batch& batch);
 
 // Writes each KV_RETURN_REGION request's packed rows into its output region

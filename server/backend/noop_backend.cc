@@ -17,7 +17,7 @@ BackendDescription NoopBackend::Describe() const {
   d.name = "noop";
   d.device_name = "none (no-op transport ceiling)";
   d.verifies = false;
-  d.region_kinds = {"system"};
+  d.region_kinds = {"system", "cuda"};  // cuda: accepted, never touched
   return d;
 }
 
@@ -29,7 +29,27 @@ absl::StatusOr<std::unique_ptr<ArenaMemory>> NoopBackend::AllocateArenaMemory(
   return std::unique_ptr<ArenaMemory>(*std::move(memory));
 }
 
+namespace {
+
+// The transport ceiling accepts CUDA regions so that co-located workers can
+// measure against it, but maps nothing: it reads no input and writes no
+// packed row into them (its answers are unverified anyway).
+class UnmappedCudaRegion final : public RegionMapping {
+ public:
+  explicit UnmappedCudaRegion(int32_t device) : device_(device) {}
+  std::byte* address() const override { return nullptr; }
+  int32_t device_ordinal() const override { return device_; }
+
+ private:
+  int32_t device_;
+};
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<RegionMapping>> NoopBackend::MapRegion(const RegionSpec& spec) {
+  if (spec.kind == RegionKind::kCuda) {
+    return std::unique_ptr<RegionMapping>(new UnmappedCudaRegion(spec.device_ordinal));
+  }
   return MapHostRegion(spec, "noop");
 }
 

@@ -58,7 +58,9 @@ class Resolver {
           ") run past the end of region ", EchoForMessage(ref.region()), " (", size, " bytes)"));
     }
     ranges_.push_back(Range{region, ref.offset_bytes(), ref.offset_bytes() + bytes, field});
-    return region->address() + ref.offset_bytes();
+    // Null: the backend accepted the region without mapping it (the no-op
+    // ceiling's CUDA regions); it never dereferences these addresses.
+    return region->address() == nullptr ? nullptr : region->address() + ref.offset_bytes();
   }
 
   // The output range (the last one resolved) against every input range.
