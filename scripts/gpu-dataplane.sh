@@ -94,9 +94,11 @@ if [ "${SKIP_REPORT:-0}" != 1 ]; then
   }
   greedy=(--gamma=8 --sequences-per-request=4 --row-bytes=4096 --pool-requests=256)
   lg greedy-inline "${greedy[@]}" --concurrency=1,64 --kv-return=inline
-  lg greedy-raw "${greedy[@]}" --concurrency=1,64 --kv-return=inline --raw-ceiling
+  lg greedy-inline-raw "${greedy[@]}" --concurrency=1,64 --kv-return=inline --raw-ceiling
   lg greedy-shm "${greedy[@]}" --concurrency=1,64 --kv-return=region --transport=shm
   lg greedy-cuda "${greedy[@]}" --concurrency=1,64 --kv-return=region --transport=cuda
+  # Raw gRPC with the region requests' own (small) messages: VerifyCeiling.
+  lg greedy-cuda-raw "${greedy[@]}" --concurrency=1 --kv-return=region --transport=cuda --raw-ceiling
   sampled=(--mode=sampled --gamma=8 --sequences-per-request=8 --vocab=151936 --row-bytes=0
            --kv-return=none --pool-requests=2 --concurrency=1)
   for kind in fp32-probs bf16-logits; do
@@ -105,7 +107,8 @@ if [ "${SKIP_REPORT:-0}" != 1 ]; then
       lg "sampled-$kind-$t" "${sampled[@]}" --dtype="$dtype" --kind="$k" --transport=$t
     done
   done
-  lg sampled-fp32-probs-raw "${sampled[@]}" --dtype=fp32 --kind=probs --raw-ceiling
+  lg sampled-fp32-probs-inline-raw "${sampled[@]}" --dtype=fp32 --kind=probs --raw-ceiling
+  lg sampled-fp32-probs-cuda-raw "${sampled[@]}" --dtype=fp32 --kind=probs --transport=cuda --raw-ceiling
   for pid in "${pids[@]}"; do kill -TERM "$pid"; done
   for pid in "${pids[@]}"; do wait "$pid" || { echo "a server exited non-zero"; status=1; }; done
 
@@ -132,5 +135,7 @@ for path in sorted(glob.glob(os.path.join(out, "*.json"))):
 PY
   cat "$out/dataplane.md"
 fi
+# Everything in one archive: the run tool brings back at most 8 files.
+tar -C "$out" -czf "$out/../dataplane-logs.tgz" . && mv "$out/../dataplane-logs.tgz" "$out/"
 echo "dataplane: exit $status"
 exit $status

@@ -236,9 +236,6 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
                                     ": the largest --concurrency, or --max_outstanding)"));
     }
   }
-  if (w.transport != Transport::kInline && c.raw_ceiling) {
-    return FlagError("raw_ceiling", "measures inline payloads; drop it with --transport");
-  }
   if (w.fetch_kv_fraction > 0 && w.row_bytes == 0) {
     return FlagError("fetch_kv", "needs --row_bytes > 0 (no KV rows to fetch)");
   }

@@ -611,10 +611,9 @@ absl::Status CudaExecutor::Finish(Work& work) {
   batch.device_time = absl::Microseconds(static_cast<double>(ms) * 1000.0);
   batch.verified = true;
   if (batch.wants_host_rows && batch.inputs.row_bytes > 0) {
-    StagingShape shape;
-    shape.sequences = b;
-    shape.draft_rows = batch.inputs.total_draft_rows();
-    batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(shape).draft_kv;
+    // Where CopyBack put them: the staged layout's draft-KV section (after
+    // the data plane's tables when the batch has them).
+    batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(batch.shape).draft_kv;
   }
   return absl::OkStatus();
 }

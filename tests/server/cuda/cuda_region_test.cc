@@ -36,6 +36,21 @@ using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
 
+// The worker binary: beside this test (a bundle copied to the GPU machine),
+// else where the build put it.
+std::string WorkerPath() {
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n > 0) {
+    self[n] = '\0';
+    std::string dir(self);
+    dir = dir.substr(0, dir.rfind('/') + 1);
+    const std::string beside = dir + "cuda_ipc_worker";
+    if (access(beside.c_str(), X_OK) == 0) return beside;
+  }
+  return SPECVERIFY_CUDA_IPC_WORKER;
+}
+
 // The worker process, spoken to over two pipes.
 class Worker {
  public:
@@ -50,7 +65,8 @@ class Worker {
       dup2(from_child[1], STDOUT_FILENO);
       close(to_child[1]);
       close(from_child[0]);
-      execl(SPECVERIFY_CUDA_IPC_WORKER, SPECVERIFY_CUDA_IPC_WORKER, nullptr);
+      const std::string path = WorkerPath();
+      execl(path.c_str(), path.c_str(), nullptr);
       _exit(127);
     }
     close(to_child[0]);
@@ -126,6 +142,8 @@ class CudaRegionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device visible: CUDA region tests skipped";
+    // A worker that died must fail the test, not kill it with SIGPIPE.
+    signal(SIGPIPE, SIG_IGN);
     options_.listen_address = "127.0.0.1:0";
     options_.metrics_address = "";
     options_.device = "cuda:0";
