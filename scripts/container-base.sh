@@ -2,7 +2,7 @@
 # Makes the Debian bookworm base image of the CPU container image from
 # Debian's own archive, for a machine that reaches Debian's archive but no
 # image registry: mmdebstrap builds a minimal root file system (minbase:
-# Essential + apt, plus ca-certificates) into a tarball, and `podman import`
+# Essential packages + apt, no Recommends) into a tarball, and `podman import`
 # turns it into the local image ${BASE_IMAGE:-localhost/debian:bookworm}.
 # scripts/container-build.sh then builds FROM it (BASE_IMAGE build argument).
 #
@@ -37,13 +37,14 @@ trap 'rm -rf "$work"' EXIT
 tarball="$work/bookworm.tar"
 
 # minbase: only Essential packages and apt; the image's own stages install
-# what they need. Docs, man pages and locales are left out (dpkg path
-# excludes), as Debian's official images do, to keep the base small. The apt
-# sources inside the image are the mirror's, so `apt-get update` works in a
-# build stage.
+# what they need, without Recommends (the server needs no CA bundle: it makes
+# no outbound TLS connections, and its own TLS files are mounted). Docs, man
+# pages and locales are left out (dpkg path excludes), as Debian's slim
+# images do. The apt sources inside the image are the mirror's, so
+# `apt-get update` works in a build stage.
 start=$(date +%s)
 mmdebstrap --variant=minbase --mode=root --format=tar \
-  --include=ca-certificates \
+  --aptopt='APT::Install-Recommends "false"' \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-include=/usr/share/locale/locale.alias' \

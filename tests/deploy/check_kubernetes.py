@@ -18,7 +18,9 @@ its API list, so it cannot run offline). Checked instead:
    * a preStop hook delays SIGTERM so that endpoints drain first;
    * the GPU is requested (nvidia.com/gpu) and --device names it;
    * the gRPC Service is headless (clusterIP: None, only ready pods), a
-     ClusterIP Service serves the metrics port, both select the pods;
+     ClusterIP Service serves the metrics port, both select the pods, and
+     the server closes old connections (grpc.max_connection_age_ms) so that
+     clients balancing over DNS re-resolve and find new replicas;
    * Prometheus finds the pods (scrape annotations and/or a PodMonitor with
      job="specverify", which deploy/prometheus/alerts.yml selects on);
    * a PodDisruptionBudget selects the pods and allows one disruption;
@@ -292,7 +294,7 @@ def matches(selector, labels):
 
 # ------------------------------------------------------------------- checks --
 SERVER_FLAG_DEFAULTS = {"drain_timeout_ms": "10000", "listen_address": "0.0.0.0:50051",
-                        "metrics_address": "0.0.0.0:9401", "device": "auto"}
+                        "metrics_address": "0.0.0.0:9401", "device": "auto", "grpc_args": ""}
 
 
 def check_manifests(files, kustomization, server_defaults=None):
@@ -478,6 +480,14 @@ def check_manifests(files, kustomization, server_defaults=None):
                 errors.append(f"Service {svc['metadata']['name']}: targetPort {p['targetPort']!r} is "
                               f"no container port name")
 
+    # Client-side balancing over DNS sees new replicas only when clients
+    # re-resolve, which a connection's GOAWAY (max connection age) triggers.
+    if replicas > 1 or headless:
+        age = re.search(r"(?:^|,)\s*grpc\.max_connection_age_ms\s*=\s*(\d+)", effective.get("grpc_args", ""))
+        if not age:
+            errors.append("--grpc_args sets no grpc.max_connection_age_ms: clients balancing over the "
+                          "headless Service's DNS would never see replicas added after they connected")
+
     # Prometheus.
     podmonitors = [d for _, d in of_kind("PodMonitor")]
     scrape_annotated = annotations.get("prometheus.io/scrape") == "true"
@@ -652,6 +662,8 @@ def mutations():
          "container port grpc is 50051"),
         ("scrape annotation on the gRPC port", lambda f, k: dep(f)["spec"]["template"]["metadata"]
          ["annotations"].__setitem__("prometheus.io/port", "50051"), "prometheus.io/port"),
+        ("no max connection age", lambda f, k: set_flag(f, "grpc_args", ""),
+         "grpc.max_connection_age_ms"),
         ("PodMonitor job label", lambda f, k: f["podmonitor.yaml"][0]["spec"].__setitem__(
             "jobLabel", "app.kubernetes.io/component"), "jobLabel"),
         ("nothing scrapes", lambda f, k: (dep(f)["spec"]["template"]["metadata"].pop("annotations"),
@@ -735,7 +747,7 @@ def main():
         print(f"error: {e}")
     n = sum(len(d) for d in files.values())
     print(f"{'FAILED' if errors else 'ok'}: {n} objects in {len(files)} manifests, {len(errors)} errors "
-          f"(grace vs drain {facts.get('drain_s', '?')} s, gRPC port {facts.get('grpc_port', '?')})")
+          f"(drain {facts.get('drain_s', '?')} s, gRPC port {facts.get('grpc_port', '?')})")
     return 1 if errors else 0
 
 
