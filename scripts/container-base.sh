@@ -41,10 +41,13 @@ tarball="$work/bookworm.tar"
 # no outbound TLS connections, and its own TLS files are mounted). Docs, man
 # pages and locales are left out (dpkg path excludes), as Debian's slim
 # images do. The apt sources inside the image are the mirror's, so
-# `apt-get update` works in a build stage.
+# `apt-get update` works in a build stage. The merged-usr hook lays out the
+# merged /usr itself (as Debian's own images are) instead of installing
+# usrmerge, which would bring perl (~50 MB) into the image.
 start=$(date +%s)
 mmdebstrap --variant=minbase --mode=root --format=tar \
   --aptopt='APT::Install-Recommends "false"' \
+  --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \
   --dpkgopt='path-exclude=/usr/share/man/*' \
   --dpkgopt='path-exclude=/usr/share/locale/*' \
   --dpkgopt='path-include=/usr/share/locale/locale.alias' \
