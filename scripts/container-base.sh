@@ -45,6 +45,7 @@ tarball="$work/bookworm.tar"
 # merged /usr itself (as Debian's own images are) instead of installing
 # usrmerge, which would bring perl (~50 MB) into the image.
 start=$(date +%s)
+# shellcheck disable=SC2016  # the hook's $1 (the root file system) is mmdebstrap's
 mmdebstrap --variant=minbase --mode=root --format=tar \
   --aptopt='APT::Install-Recommends "false"' \
   --hook-dir=/usr/share/mmdebstrap/hooks/merged-usr \

@@ -2,7 +2,7 @@
 # Builds the CPU container image from the Dockerfile with Debian's buildah,
 # FROM the local Debian bookworm base that scripts/container-base.sh makes
 # (no image registry is reachable on the build machine). Prints the build time
-# and the image size. Not part of CI (a full compile inside the image: ~10 min
+# and the image size. Not part of CI (a full compile inside the image: ~5 min
 # with 2 jobs); run by hand, then scripts/container-smoke.sh.
 #
 #   scripts/container-build.sh

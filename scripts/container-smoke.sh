@@ -12,7 +12,7 @@
 #      any wrong answer or RPC error fails;
 #   5. GetServerInfo's version carries the commit the image was built from;
 #   6. podman stop (SIGTERM): the server drains and exits 0.
-# Not part of CI (it needs the image, ~10 min to build); run by hand:
+# Not part of CI (it needs the image, ~5 min to build); run by hand:
 #   scripts/container-smoke.sh                   # IMAGE=localhost/specverify:cpu
 #   SMOKE_SECONDS=10 scripts/container-smoke.sh
 #   SMOKE_NETWORK=host scripts/container-smoke.sh  # no CNI bridge on the machine
@@ -63,11 +63,11 @@ if [ "$SMOKE_NETWORK" = host ]; then
   # the free port, so the same command is given that port.
   podman run -d --name "$name" $PODMAN_RUN_OPTS --network=host \
     --health-cmd "specverify-loadgen --address=127.0.0.1:$grpc_port --connect-timeout=3s --wait-for-serving=3s --requests=1 --warmup=0s --concurrency=1 --pool-requests=1 --gamma=1 --sequences-per-request=1 --row-bytes=0 --kv-return=none --max-error-fraction=0 --quiet" \
-    "$IMAGE" --listen_address=127.0.0.1:$grpc_port --metrics_address=127.0.0.1:$metrics_port \
+    "$IMAGE" --listen_address=127.0.0.1:"$grpc_port" --metrics_address=127.0.0.1:"$metrics_port" \
     --device=auto >/dev/null 2> >(grep -v 'systemd' >&2)
 else
   podman run -d --name "$name" $PODMAN_RUN_OPTS \
-    -p 127.0.0.1:$grpc_port:50051 -p 127.0.0.1:$metrics_port:9401 \
+    -p 127.0.0.1:"$grpc_port":50051 -p 127.0.0.1:"$metrics_port":9401 \
     "$IMAGE" >/dev/null 2> >(grep -v 'systemd' >&2)
 fi
 echo "container-smoke: $IMAGE running as $name; gRPC 127.0.0.1:$grpc_port, metrics 127.0.0.1:$metrics_port"
@@ -85,7 +85,7 @@ done
 grep -q 'listening on port' <<<"$(podman logs "$name" 2>&1)" || fail "not listening 60 s after podman run"
 echo "container-smoke: gRPC listening $(/usr/bin/python3 -c "print(f'{$(date +%s.%N) - $start:.2f}')") s after podman run"
 # 4 (its first part). The load generator's health wait: SERVING, then one checked answer.
-"$LOADGEN" --address=127.0.0.1:$grpc_port --wait-for-serving=60s --connect-timeout=60s \
+"$LOADGEN" --address=127.0.0.1:"$grpc_port" --wait-for-serving=60s --connect-timeout=60s \
   --requests=1 --warmup=0s --concurrency=1 --quiet > "$OUT_DIR/first-request.txt" 2>&1 ||
   { cat "$OUT_DIR/first-request.txt"; podman logs "$name"; fail "the server did not become SERVING"; }
 echo "container-smoke: SERVING, first answer checked"
@@ -105,14 +105,14 @@ echo "container-smoke: HEALTHCHECK: $status"
 
 # 4. Load, every answer checked; exit 1 on a wrong answer, 3 on RPC errors.
 rc=0
-"$LOADGEN" --address=127.0.0.1:$grpc_port --concurrency=1,8 --duration="${SMOKE_SECONDS}s" \
+"$LOADGEN" --address=127.0.0.1:"$grpc_port" --concurrency=1,8 --duration="${SMOKE_SECONDS}s" \
   --warmup=1s --gamma=8 --alpha=0.6 --sequences-per-request=4 --row-bytes=512 \
   --fetch-kv-fraction=0.05 --max-error-fraction=0 --quiet \
-  --metrics-url=http://127.0.0.1:$metrics_port/metrics \
+  --metrics-url=http://127.0.0.1:"$metrics_port"/metrics \
   --json="$OUT_DIR/loadgen-handle.json" > "$OUT_DIR/loadgen-handle.txt" 2>&1 || rc=$?
 cat "$OUT_DIR/loadgen-handle.txt"
 [ "$rc" = 0 ] || fail "specverify-loadgen (KV handles) exited $rc"
-"$LOADGEN" --address=127.0.0.1:$grpc_port --concurrency=8 --duration="${SMOKE_SECONDS}s" \
+"$LOADGEN" --address=127.0.0.1:"$grpc_port" --concurrency=8 --duration="${SMOKE_SECONDS}s" \
   --warmup=1s --gamma=8 --sequences-per-request=4 --row-bytes=4096 --kv-return=inline \
   --max-error-fraction=0 --quiet \
   --json="$OUT_DIR/loadgen-inline.json" > "$OUT_DIR/loadgen-inline.txt" 2>&1 || rc=$?
