@@ -198,6 +198,9 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
   if (options.use_tls && !options.tls_server_name.empty()) {
     args.SetSslTargetNameOverride(options.tls_server_name);
   }
+  if (!options.load_balancing_policy.empty()) {
+    args.SetLoadBalancingPolicyName(options.load_balancing_policy);
+  }
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   auto channel = grpc::CreateCustomChannel(options.address, credentials, args);

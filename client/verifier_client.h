@@ -28,8 +28,15 @@ class Status;
 namespace specverify::client {
 
 struct VerifierClientOptions {
-  // host:port, e.g. "localhost:50051" or "unix:/tmp/sv.sock".
+  // host:port, e.g. "localhost:50051" or "unix:/tmp/sv.sock"; for several
+  // replicas, "dns:///specverify.<ns>.svc.cluster.local:50051" (a headless
+  // Service) with load_balancing_policy "round_robin" (docs/DEPLOY.md).
   std::string address;
+  // gRPC's client-side load-balancing policy: "" (gRPC's default,
+  // pick_first: one replica) or "round_robin" (every address the name
+  // resolves to). KV handles live on one replica: with round_robin take rows
+  // inline or into a region, not by handle.
+  std::string load_balancing_policy;
   bool use_tls = false;
   // PEM root certificates for TLS; empty means the system's roots.
   std::string tls_root_cert_file;
