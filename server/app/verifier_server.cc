@@ -97,6 +97,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   arena_options.reap_interval =
       std::clamp(absl::Milliseconds(options.kv_handle_ttl_ms) / 4,
                  absl::Milliseconds(1), absl::Milliseconds(100));
+  arena_options.max_bytes_per_client = options.max_arena_bytes_per_client;
   arena_options.metrics = metrics;
   absl::StatusOr<std::unique_ptr<KvArena>> arena =
       KvArena::Create(*std::move(memory), arena_options);
@@ -109,6 +110,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   batcher_options.preferred_batch_sequences = options.preferred_batch_sequences;
   batcher_options.max_queue_delay = absl::Microseconds(options.max_queue_delay_us);
   batcher_options.max_queue_sequences = options.max_queue_sequences;
+  batcher_options.max_queued_sequences_per_client = options.max_queued_sequences_per_client;
   batcher_options.backend = server->backend_.get();
   batcher_options.arena = server->arena_.get();
   batcher_options.metrics = metrics;
@@ -138,6 +140,8 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   limits->set_kv_handle_ttl_ms(options.kv_handle_ttl_ms);
   limits->set_max_message_bytes(options.max_message_bytes);
   limits->set_preferred_batch_sequences(options.preferred_batch_sequences);
+  limits->set_max_queued_sequences_per_client(options.max_queued_sequences_per_client);
+  limits->set_max_arena_bytes_per_client(options.max_arena_bytes_per_client);
   info.set_dispatch_threshold_bytes(description.dispatch_threshold_bytes);
   info.set_dispatch_threshold_source(description.dispatch_threshold_source);
   info.add_modes("greedy");

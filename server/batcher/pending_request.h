@@ -24,6 +24,13 @@ struct PendingRequest {
   // The client identity that owns a KV handle published for this request
   // (the mTLS peer identity; empty without mutual TLS).
   std::string owner;
+  // The account of per-client limits and fair batching (issue #15): the
+  // mTLS peer identity, else the peer address with its port, i.e. one
+  // connection (VerifierService::ClientKey).
+  std::string client;
+  // Arena bytes charged to `client`'s quota while the request is queued or
+  // running (its rows' upper bound); set and given back by the batcher.
+  int64_t arena_charge = 0;
   // Payload bytes the batch builder copied from `request` into staging.
   int64_t host_copy_in_bytes = 0;
   absl::Time arrival;                          // at the batcher, batcher clock
