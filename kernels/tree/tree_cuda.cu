@@ -488,7 +488,7 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int x = x0 + i;
-        if (x >= end) break;
+        if (x >= end) continue;  // (not break: keeps the loop unrolled, bits.v[i] in registers)
         if (!rejection::ValueIsValid(SampleValueKind::kProbabilities, pv[i])) bad_target = true;
         const float r = (k > 0) ? ResidualAt<kDtype, kDraft>(s, in, draft_row0, k, x, pv[i], bad_draft) : pv[i];
         if (!emit) {

@@ -42,7 +42,9 @@ class DeviceMemory {
   template <typename T>
   T* Upload(const T* host, size_t count) {
     T* d = Alloc<T>(count);
-    if (count > 0) EXPECT_EQ(cudaMemcpy(d, host, count * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    if (count > 0) {
+      EXPECT_EQ(cudaMemcpy(d, host, count * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    }
     return d;
   }
   template <typename T>
@@ -56,7 +58,9 @@ class DeviceMemory {
   template <typename T>
   std::vector<T> Download(const T* device, size_t count) {
     std::vector<T> host(count);
-    if (count > 0) EXPECT_EQ(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    if (count > 0) {
+      EXPECT_EQ(cudaMemcpy(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+    }
     return host;
   }
 
