@@ -5,6 +5,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstdint>
 
@@ -60,6 +61,7 @@ constexpr int kPackWarps = kPackThreads / kWarpSize;
 // Rows whose first 16-byte units are loaded before the look-back (their
 // latency overlaps it) and rows in flight per thread afterwards.
 constexpr int kRowsInFlight = 8;
+static_assert(kMaxTreeNodes % kPackThreads == 0, "nodes per thread in registers");
 
 template <int kVec>
 struct VecType;
@@ -83,6 +85,7 @@ struct VecType<1> {
 struct PackSharedStorage {
   int first_good[kMaxTreeNodes + 1];  // greedy: lowest-index matching child of node v at [v + 1]
   int has_child[kMaxTreeNodes + 1];   // greedy: node v has a child
+  int target[kMaxTreeNodes + 1];      // greedy: the target token at node v (row v + 1)
   int path[kMaxTreeNodes];
   int tree;
   unsigned epoch;
@@ -155,42 +158,62 @@ struct PackArgs {
 
 // kGreedy: walk the tree from its target tokens; otherwise read the given path.
 template <int kVec, bool kGreedy>
-__global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, LookbackState* state) {
+__global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, LookbackState* state,
+                                                                   bool dynamic_trees) {
   using V = typename VecType<kVec>::type;
   __shared__ PackSharedStorage smem;
   unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
   const int tid = threadIdx.x;
   const int b = a.num_trees;
 
-  // (1) The tree: tickets follow scheduling order, so every predecessor of a
-  // tree is resident or done and the look-back cannot deadlock.
+  // (1) The tree. When the whole grid is resident at once, blockIdx serves
+  // and the tree's loads start at once; otherwise trees are dealt from a
+  // ticket counter in scheduling order, so every predecessor of a tree is
+  // resident or done and the look-back cannot deadlock.
+  int tree = blockIdx.x;
   if (tid == 0) {
     smem.epoch = DeviceAtomicRef<unsigned int>(state->epoch).load(cuda::memory_order_relaxed);
-    smem.ticket_base = DeviceAtomicRef<unsigned int>(state->ticket_base).load(cuda::memory_order_relaxed);
-    smem.tree = static_cast<int>(
-        DeviceAtomicRef<unsigned int>(state->ticket).fetch_add(1u, cuda::memory_order_relaxed) - smem.ticket_base);
+    if (dynamic_trees) {
+      smem.ticket_base = DeviceAtomicRef<unsigned int>(state->ticket_base).load(cuda::memory_order_relaxed);
+      smem.tree = static_cast<int>(
+          DeviceAtomicRef<unsigned int>(state->ticket).fetch_add(1u, cuda::memory_order_relaxed) -
+          smem.ticket_base);
+    }
   }
-  __syncthreads();
-  const int tree = smem.tree;
-  const unsigned epoch = smem.epoch;
+  if (dynamic_trees) {
+    __syncthreads();
+    tree = smem.tree;
+  }
   const int first = a.node_offsets[tree];
   const int n = min(a.node_offsets[tree + 1] - first, kMaxTreeNodes);
 
   // (2) The path.
   if constexpr (kGreedy) {
+    const int32_t* target = a.target_tokens + first + tree;  // n + 1 tokens
     for (int v = tid; v <= n; v += kPackThreads) {
       smem.first_good[v] = INT_MAX;
       smem.has_child[v] = 0;
+      smem.target[v] = target[v];
+    }
+    // The node loads do not depend on the barrier: issue them first.
+    int parent[kMaxTreeNodes / kPackThreads], token[kMaxTreeNodes / kPackThreads];
+#pragma unroll
+    for (int q = 0; q < kMaxTreeNodes / kPackThreads; ++q) {
+      const int j = tid + q * kPackThreads;
+      if (j < n) {
+        parent[q] = a.parent_indices[first + j];
+        token[q] = a.draft_tokens[first + j];
+      }
     }
     __syncthreads();
-    const int32_t* target = a.target_tokens + first + tree;  // n + 1 tokens
-    for (int j = tid; j < n; j += kPackThreads) {
-      const int parent = a.parent_indices[first + j];
+#pragma unroll
+    for (int q = 0; q < kMaxTreeNodes / kPackThreads; ++q) {
+      const int j = tid + q * kPackThreads;
       // A parent outside [-1, j) (the host validator rejects it) makes the
       // node unreachable instead of an out-of-bounds access.
-      if (parent < -1 || parent >= j) continue;
-      smem.has_child[parent + 1] = 1;
-      if (a.draft_tokens[first + j] == target[parent + 1]) atomicMin(&smem.first_good[parent + 1], j);
+      if (j >= n || parent[q] < -1 || parent[q] >= j) continue;
+      smem.has_child[parent[q] + 1] = 1;
+      if (token[q] == smem.target[parent[q] + 1]) atomicMin(&smem.first_good[parent[q] + 1], j);
     }
     __syncthreads();
     if (tid == 0) {
@@ -200,7 +223,7 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
         v = c;
       }
       smem.depth = depth;
-      smem.next = target[v + 1];
+      smem.next = smem.target[v + 1];
       smem.mismatch = smem.has_child[v + 1];
     }
   } else {
@@ -212,6 +235,7 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
   }
   __syncthreads();
   const int depth = smem.depth;
+  const unsigned epoch = smem.epoch;  // written by thread 0 before a barrier
 
   // (3) First round of row loads, before the prefix is known.
   const int64_t rb = a.row_bytes;
@@ -258,8 +282,10 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
       // this last tree's look-back could end), and the next launch on the
       // stream starts after this one ends: retire both.
       DeviceAtomicRef<unsigned int>(state->epoch).store(epoch + 1, cuda::memory_order_relaxed);
-      DeviceAtomicRef<unsigned int>(state->ticket_base)
-          .store(smem.ticket_base + static_cast<unsigned>(b), cuda::memory_order_relaxed);
+      if (dynamic_trees) {
+        DeviceAtomicRef<unsigned int>(state->ticket_base)
+            .store(smem.ticket_base + static_cast<unsigned>(b), cuda::memory_order_relaxed);
+      }
     }
   }
   for (int d = tid; d < depth; d += kPackThreads) a.accepted_nodes[prefix + d] = smem.path[d];
@@ -302,20 +328,56 @@ int PackVectorBytes(int64_t row_bytes, const void* src, const void* dst) {
   return 1;
 }
 
+// Blocks of TreeWalkPackKernel<kVec, kGreedy> the current device holds at
+// once (cached per device: a host query, no device work, capturable).
+template <int kVec, bool kGreedy>
+cudaError_t ResidentBlocks(int* blocks) {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> cache[kMaxDevices] = {};
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  if (device < kMaxDevices) {
+    if (const int cached = cache[device].load(std::memory_order_relaxed); cached > 0) {
+      *blocks = cached;
+      return cudaSuccess;
+    }
+  }
+  int per_sm = 0, sms = 0;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, TreeWalkPackKernel<kVec, kGreedy>,
+                                                                     kPackThreads, 0);
+      e != cudaSuccess) {
+    return e;
+  }
+  if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) {
+    return e;
+  }
+  *blocks = std::max(1, per_sm * sms);
+  if (device < kMaxDevices) cache[device].store(*blocks, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+template <int kVec, bool kGreedy>
+cudaError_t LaunchWalkPackVec(const PackArgs& a, LookbackState* state, cudaStream_t stream) {
+  int resident = 0;
+  if (cudaError_t e = ResidentBlocks<kVec, kGreedy>(&resident); e != cudaSuccess) return e;
+  const bool dynamic_trees = a.num_trees > resident;
+  TreeWalkPackKernel<kVec, kGreedy><<<static_cast<unsigned>(a.num_trees), kPackThreads, 0, stream>>>(a, state,
+                                                                                                    dynamic_trees);
+  return cudaGetLastError();
+}
+
 template <bool kGreedy>
 cudaError_t LaunchWalkPack(const PackArgs& a, const TreeScratch& scratch, cudaStream_t stream) {
   if (a.num_trees < 1 || a.num_trees > scratch.max_trees || scratch.data == nullptr) return cudaErrorInvalidValue;
   if (a.row_bytes < 0 || a.row_bytes / 16 > INT_MAX) return cudaErrorInvalidValue;
   auto* state = static_cast<LookbackState*>(scratch.data);
-  const dim3 grid(static_cast<unsigned>(a.num_trees));
   switch (PackVectorBytes(a.row_bytes, a.draft_kv, a.packed_kv)) {
-    case 16: TreeWalkPackKernel<16, kGreedy><<<grid, kPackThreads, 0, stream>>>(a, state); break;
-    case 8: TreeWalkPackKernel<8, kGreedy><<<grid, kPackThreads, 0, stream>>>(a, state); break;
-    case 4: TreeWalkPackKernel<4, kGreedy><<<grid, kPackThreads, 0, stream>>>(a, state); break;
-    case 1: TreeWalkPackKernel<1, kGreedy><<<grid, kPackThreads, 0, stream>>>(a, state); break;
+    case 16: return LaunchWalkPackVec<16, kGreedy>(a, state, stream);
+    case 8: return LaunchWalkPackVec<8, kGreedy>(a, state, stream);
+    case 4: return LaunchWalkPackVec<4, kGreedy>(a, state, stream);
+    case 1: return LaunchWalkPackVec<1, kGreedy>(a, state, stream);
     default: return cudaErrorInvalidValue;
   }
-  return cudaGetLastError();
 }
 
 // --- Sampled tree verification ---------------------------------------------------
@@ -381,11 +443,12 @@ __device__ __forceinline__ float LoadOne(const void* base, int64_t index) {
   return rejection::LoadValue(base, kDtype, index);
 }
 
-// Four consecutive values x0 .. x0+3 of a row (all < end when full); one
-// vector load when the row layout allows it (kVec: V % 4 == 0 and the base
-// aligned to 4 elements).
+// Four consecutive values x0 .. x0+3 of a row (0 past `end`); one vector
+// load when all four exist and the layout allows it (kVec: V % 4 == 0 and
+// the base aligned to 4 elements; x0 is a multiple of 4).
 template <SampleDtype kDtype, bool kVec>
-__device__ __forceinline__ void Load4(const void* base, int64_t row_start, int x0, bool full, float out[4]) {
+__device__ __forceinline__ void Load4(const void* base, int64_t row_start, int x0, int end, float out[4]) {
+  const bool full = x0 + 3 < end;
   if constexpr (kVec && kDtype == SampleDtype::kFloat32) {
     if (full) {
       const float4 v = *reinterpret_cast<const float4*>(static_cast<const float*>(base) + row_start + x0);
@@ -409,7 +472,7 @@ __device__ __forceinline__ void Load4(const void* base, int64_t row_start, int x
     }
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = full ? LoadOne<kDtype>(base, row_start + x0 + i) : 0.0f;
+  for (int i = 0; i < 4; ++i) out[i] = x0 + i < end ? LoadOne<kDtype>(base, row_start + x0 + i) : 0.0f;
 }
 
 struct SampleTreeArgs {
@@ -435,6 +498,35 @@ __device__ __forceinline__ float ResidualAt(const SampleSharedStorage& s, const 
     r = tree::ResidualStep(r, s.mass_f[q_slot], q);
   }
   return r;
+}
+
+// ResidualAt for the four elements x0 .. x0+3 (< end) at once: each rejected
+// sibling's draft values come in one vector load, all k loads independent.
+// Per element the same operations in the same order as ResidualAt.
+template <SampleDtype kDtype, bool kVec, bool kDraft>
+__device__ __forceinline__ void ResidualAt4(const SampleSharedStorage& s, const RejectionBatchInput& in,
+                                            int64_t draft_row0, int k, int x0, int end, float r[4],
+                                            int& bad_draft) {
+  for (int q_slot = 0; q_slot < k; ++q_slot) {
+    const int node = s.rejected[q_slot];
+    float q[4];
+    if constexpr (kDraft) {
+      Load4<kDtype, kVec>(in.draft_values, (draft_row0 + node) * in.vocab_size, x0, end, q);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (x0 + i < end && !rejection::ValueIsValid(SampleValueKind::kProbabilities, q[i])) {
+          bad_draft = min(bad_draft, q_slot);
+        }
+      }
+    } else {
+      const int token = s.token[node];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) q[i] = token == x0 + i ? 1.0f : 0.0f;
+    }
+    const float mass_f = s.mass_f[q_slot];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r[i] = tree::ResidualStep(r[i], mass_f, q[i]);
+  }
 }
 
 __device__ __forceinline__ rejection::RaceCandidate WarpBest(rejection::RaceCandidate c) {
@@ -478,11 +570,11 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
     for (int round = 0; round < kRoundsPerChunk; ++round) {
       const int x0 = begin + (round * kSampleThreads + tid) * rejection::kLaneWidth;
       if (x0 >= end) continue;
-      float pv[4];
-      Load4<kDtype, kVec>(in.target_values, row_start, x0, x0 + 3 < end, pv);
-      if (x0 + 3 >= end) {
-        for (int i = 0; i < 4; ++i) pv[i] = x0 + i < end ? LoadOne<kDtype>(in.target_values, row_start + x0 + i) : 0.0f;
-      }
+      float pv[4], rv[4];
+      Load4<kDtype, kVec>(in.target_values, row_start, x0, end, pv);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) rv[i] = pv[i];
+      if (k > 0) ResidualAt4<kDtype, kVec, kDraft>(s, in, draft_row0, k, x0, end, rv, bad_draft);
       Philox4x32 bits{};
       if (emit) bits = RaceBits(seq.seed, seq_index, static_cast<uint32_t>(row), static_cast<uint32_t>(x0 / 4));
 #pragma unroll
@@ -490,7 +582,7 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
         const int x = x0 + i;
         if (x >= end) continue;  // (not break: keeps the loop unrolled, bits.v[i] in registers)
         if (!rejection::ValueIsValid(SampleValueKind::kProbabilities, pv[i])) bad_target = true;
-        const float r = (k > 0) ? ResidualAt<kDtype, kDraft>(s, in, draft_row0, k, x, pv[i], bad_draft) : pv[i];
+        const float r = rv[i];
         if (!emit) {
           lane_sum = detmath::Add(lane_sum, r);
           continue;

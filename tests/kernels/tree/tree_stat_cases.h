@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,9 @@ struct TreeStatCase {
   bool chain = false;     // every node one child (depth 6) instead of random 1-4 children (12 nodes)
   SampleDtype dtype = SampleDtype::kFloat32;
 };
+
+// gtest prints the case by name (not as bytes) in test listings.
+inline void PrintTo(const TreeStatCase& c, std::ostream* os) { *os << c.name; }
 
 inline std::vector<TreeStatCase> TreeStatCases() {
   return {
