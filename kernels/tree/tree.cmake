@@ -14,7 +14,7 @@ add_library(specverify_tree_workload
   ${CMAKE_CURRENT_LIST_DIR}/../workload/tree_workload.cc
 )
 target_include_directories(specverify_tree_workload PUBLIC ${PROJECT_SOURCE_DIR})
-target_link_libraries(specverify_tree_workload PUBLIC specverify_tree_cpu absl::strings)
+target_link_libraries(specverify_tree_workload PUBLIC specverify_tree_cpu specverify_sampling_workload absl::strings)
 
 if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_cuda_common)
   add_library(specverify_tree_cuda

@@ -8,6 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "kernels/tree/tree_reference.h"
+#include "kernels/workload/sampling_workload.h"
 
 namespace specverify {
 
@@ -258,6 +260,132 @@ absl::StatusOr<TreeGreedyWorkload> GenerateTreeGreedyWorkload(const TreeWorkload
     }
   }
   return w;
+}
+
+RejectionBatchInput TreeSampledWorkload::input() const {
+  RejectionBatchInput in;
+  in.num_sequences = num_trees();
+  in.vocab_size = options.vocab_size;
+  in.total_draft_tokens = node_offsets.back();
+  in.dtype = options.dtype;
+  in.kind = SampleValueKind::kProbabilities;
+  in.method = SampleMethod::kExact;
+  in.has_draft_probs = options.has_draft_probs;
+  in.draft_offsets = node_offsets.data();
+  in.draft_tokens = draft_tokens.data();
+  in.target_values = target_values.data();
+  in.draft_values = options.has_draft_probs ? draft_values.data() : nullptr;
+  in.sequences = sequences.data();
+  return in;
+}
+
+absl::StatusOr<TreeSampledWorkload> GenerateTreeSampledWorkload(const TreeSampledWorkloadOptions& options) {
+  if (options.num_trees < 1 || options.num_trees > kMaxBatchSequences) {
+    return absl::InvalidArgumentError(absl::StrCat("num_trees is ", options.num_trees, "; must lie in [1, ",
+                                                   kMaxBatchSequences, "]"));
+  }
+  if (options.shape.parents.empty() &&
+      (options.num_nodes < 1 || options.num_nodes > kMaxTreeNodes || options.min_children < 1 ||
+       options.max_children < options.min_children)) {
+    return absl::InvalidArgumentError(absl::StrCat("random trees need num_nodes in [1, ", kMaxTreeNodes,
+                                                   "] and 1 <= min_children <= max_children"));
+  }
+  if (options.vocab_size < 8 || options.sequences_per_request < 1) {
+    return absl::InvalidArgumentError("vocab_size must be >= 8 and sequences_per_request >= 1");
+  }
+  for (const double a : options.level_acceptance) {
+    if (!(a >= 0.0 && a <= 1.0)) return absl::InvalidArgumentError("level_acceptance entries must lie in [0, 1]");
+  }
+  TreeSampledWorkload w;
+  w.options = options;
+  w.node_offsets.push_back(0);
+  const int32_t v = options.vocab_size;
+  std::vector<float> row(v);
+  // Random weights u^3 scaled to `rest`, then the planted entries.
+  const auto make_row = [&](SplitMix64& rng, double rest, const std::vector<std::pair<int32_t, double>>& plants,
+                            std::vector<std::byte>& out) {
+    double sum = 0.0;
+    for (int32_t x = 0; x < v; ++x) {
+      const double u = rng.NextDouble();
+      row[x] = static_cast<float>(u * u * u);
+      sum += row[x];
+    }
+    for (int32_t x = 0; x < v; ++x) row[x] = static_cast<float>(row[x] * rest / sum);
+    for (const auto& [token, mass] : plants) row[token] = static_cast<float>(mass);
+    AppendAsDtype(row.data(), v, options.dtype, out);
+  };
+  for (int32_t i = 0; i < options.num_trees; ++i) {
+    SplitMix64 rng(DeriveSeed(options.seed, static_cast<uint64_t>(i)));
+    const TreeShape shape = options.shape.parents.empty()
+                                ? RandomTreeShape(options.num_nodes, options.min_children, options.max_children, rng)
+                                : options.shape;
+    const int32_t n = shape.num_nodes();
+    std::vector<std::vector<int32_t>> children(n + 1);
+    std::vector<int32_t> depth(n + 1, 0);  // index node + 1
+    for (int32_t j = 0; j < n; ++j) {
+      children[shape.parents[j] + 1].push_back(j);
+      depth[j + 1] = depth[shape.parents[j] + 1] + 1;
+    }
+    std::vector<int32_t> tokens(n);
+    for (const auto& kids : children) {
+      std::vector<int32_t> used;
+      for (const int32_t j : kids) {
+        int32_t t;
+        do {
+          t = static_cast<int32_t>(rng.NextBelow(static_cast<uint64_t>(v)));
+        } while (std::find(used.begin(), used.end(), t) != used.end());
+        used.push_back(t);
+        tokens[j] = t;
+      }
+    }
+    for (int32_t r = 0; r <= n; ++r) {
+      const auto& kids = children[r];
+      const double a = options.level_acceptance.empty()
+                           ? 0.7
+                           : options.level_acceptance[std::min<size_t>(depth[r], options.level_acceptance.size() - 1)];
+      std::vector<std::pair<int32_t, double>> plants;
+      double planted = 0.0;
+      for (size_t k = 0; k < kids.size(); ++k) {
+        const double mass = k == 0 ? 0.9 * a : (1.0 - a) * 0.5 / static_cast<double>(kids.size() - 1);
+        plants.emplace_back(tokens[kids[k]], mass);
+        planted += mass;
+      }
+      make_row(rng, 1.0 - planted, plants, w.target_values);
+    }
+    if (options.has_draft_probs) {
+      for (int32_t j = 0; j < n; ++j) make_row(rng, 0.1, {{tokens[j], 0.9}}, w.draft_values);
+    }
+    w.draft_tokens.insert(w.draft_tokens.end(), tokens.begin(), tokens.end());
+    w.parent_indices.insert(w.parent_indices.end(), shape.parents.begin(), shape.parents.end());
+    w.node_offsets.push_back(w.node_offsets.back() + n);
+    SequenceSamplingParams s;
+    s.seed = DeriveSeed(options.seed ^ 0x7265716eULL, static_cast<uint64_t>(i / options.sequences_per_request));
+    s.sequence_index = i % options.sequences_per_request;
+    w.sequences.push_back(s);
+  }
+  return w;
+}
+
+TreeSampledExpected ReferenceTreeOutcome(const TreeSampledWorkload& w) {
+  const int32_t b = w.num_trees();
+  TreeSampledExpected e;
+  e.accepted_lengths.resize(b);
+  e.next_tokens.resize(b);
+  e.status_codes.resize(b);
+  e.error_positions.resize(b);
+  e.mismatch.resize(b);
+  e.path_nodes.assign(w.total_nodes(), -1);
+  TreeSampleParams p;
+  p.input = w.input();
+  p.parent_indices = w.parent_indices.data();
+  p.output.accepted_lengths = e.accepted_lengths.data();
+  p.output.next_tokens = e.next_tokens.data();
+  p.output.mismatch = e.mismatch.data();
+  p.output.status_codes = e.status_codes.data();
+  p.output.error_positions = e.error_positions.data();
+  p.path_nodes = e.path_nodes.data();
+  ReferenceTreeSample(p);
+  return e;
 }
 
 }  // namespace specverify

@@ -105,6 +105,55 @@ struct TreeGreedyWorkload {
 // token; at the last node, a token no child carries; elsewhere random.
 absl::StatusOr<TreeGreedyWorkload> GenerateTreeGreedyWorkload(const TreeWorkloadOptions& options);
 
+// Sampled tree workloads (probabilities). Rows are random weights u^3 with
+// planted mass so that the walk goes about as deep as asked: at a node of
+// depth d with children c_1..c_m, the target row puts 0.9 * a_d on c_1's
+// token and (1 - a_d) / (2 (m - 1)) on each other child's; every draft row
+// (node c's own) puts 0.9 on c's token. So c_1 is accepted with probability
+// about a_d, with or without draft rows; later siblings rarely. The oracle
+// is the CPU reference (sampling is a deterministic function of the inputs
+// and the seeds), as for chains (sampling_workload.h).
+struct TreeSampledWorkloadOptions {
+  int32_t num_trees = 8;
+  TreeShape shape;  // every tree takes it when it has nodes, else random trees:
+  int32_t num_nodes = 64;
+  int32_t min_children = 1;
+  int32_t max_children = 4;
+  std::vector<double> level_acceptance;  // a_d, last entry repeats; empty: 0.7
+  int32_t vocab_size = 32000;            // >= 8
+  SampleDtype dtype = SampleDtype::kFloat32;
+  bool has_draft_probs = true;
+  // Trees are grouped into requests of this many (seed per request,
+  // sequence_index within it), as sampling_workload.h.
+  int32_t sequences_per_request = 1;
+  uint64_t seed = 1;
+};
+
+struct TreeSampledWorkload {
+  TreeSampledWorkloadOptions options;
+  std::vector<int32_t> node_offsets;      // [b + 1]
+  std::vector<int32_t> draft_tokens;      // [offsets[b]]
+  std::vector<int32_t> parent_indices;    // [offsets[b]]
+  std::vector<std::byte> target_values;   // [(offsets[b] + b) * V] of dtype
+  std::vector<std::byte> draft_values;    // [offsets[b] * V]; empty without draft rows
+  std::vector<SequenceSamplingParams> sequences;  // [b]
+
+  int32_t num_trees() const { return options.num_trees; }
+  int64_t total_nodes() const { return node_offsets.back(); }
+  int32_t request_of(int32_t i) const { return i / options.sequences_per_request; }
+  RejectionBatchInput input() const;  // host view, valid while this lives
+};
+
+absl::StatusOr<TreeSampledWorkload> GenerateTreeSampledWorkload(const TreeSampledWorkloadOptions& options);
+
+// The CPU reference's outcome for a sampled tree workload.
+struct TreeSampledExpected {
+  std::vector<int32_t> accepted_lengths, next_tokens, status_codes, error_positions;
+  std::vector<uint8_t> mismatch;
+  std::vector<int32_t> path_nodes;  // per-tree slots: tree i's path at offsets[i] .. + depth
+};
+TreeSampledExpected ReferenceTreeOutcome(const TreeSampledWorkload& w);
+
 }  // namespace specverify
 
 #endif  // SPECVERIFY_KERNELS_WORKLOAD_TREE_WORKLOAD_H_

@@ -376,6 +376,42 @@ TEST_F(TreeCudaTest, SampledChainsMatchTheChainSampler) {
   }
 }
 
+// The sampled workload generator's trees (the load generator's), on named
+// shapes, against both the CPU reference and its outcome helper.
+TEST_F(TreeCudaTest, SampledWorkloadShapesMatchTheReference) {
+  for (const bool draft : {true, false}) {
+    for (const TreeShape& shape : {MedusaStyleShape(), EagleStyleShape()}) {
+      TreeSampledWorkloadOptions o;
+      o.num_trees = 9;
+      o.shape = shape;
+      o.vocab_size = 32000;
+      o.dtype = SampleDtype::kFloat16;
+      o.has_draft_probs = draft;
+      o.level_acceptance = {0.9, 0.8, 0.7};
+      o.sequences_per_request = 3;
+      absl::StatusOr<TreeSampledWorkload> w = GenerateTreeSampledWorkload(o);
+      ASSERT_TRUE(w.ok());
+      SampledTreeBatch batch(o.vocab_size, o.dtype, draft);
+      const int64_t row = int64_t{o.vocab_size} * 2;
+      for (int32_t i = 0; i < w->num_trees(); ++i) {
+        const int32_t first = w->node_offsets[i], n = w->node_offsets[i + 1] - first;
+        const auto t0 = w->target_values.begin() + (int64_t{first} + i) * row;
+        std::vector<std::byte> drafts;
+        if (draft) drafts.assign(w->draft_values.begin() + first * row, w->draft_values.begin() + (first + n) * row);
+        batch.AddEncoded(std::vector<int32_t>(w->parent_indices.begin() + first, w->parent_indices.begin() + first + n),
+                         std::vector<int32_t>(w->draft_tokens.begin() + first, w->draft_tokens.begin() + first + n),
+                         std::vector<std::byte>(t0, t0 + (n + 1) * row), drafts, w->sequences[i]);
+      }
+      const SampledRun gpu = RunSampledOnDevice(batch, 0, 128, scratch_.view, stream_);
+      const std::string what = absl::StrCat("shape of ", shape.num_nodes(), " nodes, draft ", draft);
+      ExpectSampledParity(batch, gpu, what);
+      const TreeSampledExpected e = ReferenceTreeOutcome(*w);
+      EXPECT_EQ(gpu.out.accepted_lengths, e.accepted_lengths) << what;
+      EXPECT_EQ(gpu.out.next_tokens, e.next_tokens) << what;
+    }
+  }
+}
+
 TEST_F(TreeCudaTest, SampledBadValuesAreReportedLikeTheReference) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int32_t v = 4099;

@@ -432,5 +432,58 @@ TEST(TreeWorkloadTest, ShapesParse) {
   EXPECT_THAT(ValidateTreeStructure(1, offsets.data(), r.parents.data(), {}), IsOk());
 }
 
+TEST(TreeWorkloadTest, SampledWorkloadFollowsTheRequestedAcceptance) {
+  TreeSampledWorkloadOptions o;
+  o.num_trees = 5;
+  o.shape = ChainShape(12);
+  o.vocab_size = 64;
+  o.level_acceptance = {1.0};
+  absl::StatusOr<TreeSampledWorkload> all = GenerateTreeSampledWorkload(o);
+  ASSERT_THAT(all.status(), IsOk());
+  TreeSampledExpected e = ReferenceTreeOutcome(*all);
+  // Acceptance 1 with draft rows: p(x) = q(x) on every chain node.
+  EXPECT_THAT(e.accepted_lengths, ElementsAreArray({12, 12, 12, 12, 12}));
+  o.level_acceptance = {0.0};
+  absl::StatusOr<TreeSampledWorkload> none = GenerateTreeSampledWorkload(o);
+  ASSERT_THAT(none.status(), IsOk());
+  e = ReferenceTreeOutcome(*none);
+  EXPECT_THAT(e.accepted_lengths, ElementsAreArray({0, 0, 0, 0, 0}));
+
+  // Random trees, acceptance 0.6 per level, no draft rows, grouped requests.
+  TreeSampledWorkloadOptions r;
+  r.num_trees = 400;
+  r.num_nodes = 40;
+  r.vocab_size = 64;
+  r.has_draft_probs = false;
+  r.level_acceptance = {0.6};
+  r.sequences_per_request = 4;
+  absl::StatusOr<TreeSampledWorkload> w = GenerateTreeSampledWorkload(r);
+  ASSERT_THAT(w.status(), IsOk());
+  TreeSampleOutputs out(w->num_trees(), static_cast<int32_t>(w->total_nodes()), 0);
+  TreeSampleParams params;
+  params.input = w->input();
+  params.parent_indices = w->parent_indices.data();
+  params.output.accepted_lengths = out.accepted_lengths.data();
+  params.output.next_tokens = out.next_tokens.data();
+  params.output.mismatch = out.mismatch.data();
+  params.output.status_codes = out.status_codes.data();
+  params.output.error_positions = out.error_positions.data();
+  params.path_nodes = out.path_nodes.data();
+  ASSERT_THAT(ValidateTreeSampleBatch(params), IsOk());
+  e = ReferenceTreeOutcome(*w);
+  double depth = 0.0;
+  for (int32_t i = 0; i < w->num_trees(); ++i) {
+    ASSERT_EQ(e.status_codes[i], kRejectionOk);
+    depth += e.accepted_lengths[i];
+  }
+  // First child accepted w.p. ~0.54 per level (0.9 * 0.6), later siblings
+  // sometimes: a geometric-like depth with mean near 1.2-2.
+  depth /= w->num_trees();
+  EXPECT_GT(depth, 0.9);
+  EXPECT_LT(depth, 2.5);
+  EXPECT_EQ(w->sequences[5].sequence_index, 1);
+  EXPECT_EQ(w->sequences[4].seed, w->sequences[7].seed);
+}
+
 }  // namespace
 }  // namespace specverify
