@@ -12,14 +12,18 @@
 // draft mass 0.8 on a node's own token), timed as the sample launch alone and
 // as sample + pack (4 KiB rows).
 //
-// Per point: median and p95 over `samples` (default 300) launches after 20
-// warm-ups, each bracketed by its own pair of events, inputs rotated over up
-// to 4 sets (distinct rows and seeds) so no launch reuses the previous one's
-// rows from L2; the floors in the same run: an empty kernel launch and a
-// device-to-device copy of the bytes the algorithm must touch (greedy: the
-// packed rows; sampled: the V-length rows it reads in full, counted by the
-// kernel's own row_reads output; the copy also writes them, so it is a
-// generous floor).
+// Per point, two timings with CUDA events, as bench/greedy and
+// bench/sampling take them: a spin kernel holds the stream while the host
+// queues a chunk of 25 launches, so the GPU runs them back to back; (1) each
+// launch between two events of a chain (median and p95 of >= 300 samples
+// after 20 warm-ups: one batch's device time) and (2) the mean per launch of
+// a chunk between one pair of events ("back to back": consecutive launches
+// overlap their launch processing; median over chunks). Inputs rotate over
+// up to 4 sets (distinct rows and seeds). Floors in the same run, timed the
+// same two ways: an empty kernel launch and a device-to-device copy of the
+// bytes the algorithm must touch (greedy: the packed rows; sampled: the
+// V-length rows it reads in full, counted by the kernel's own row_reads
+// output; the copy also writes them, so it is a generous floor).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -51,40 +55,80 @@ constexpr int kWarmup = 20;
 constexpr int kMaxVariants = 4;
 constexpr int64_t kRowBytes = 4096;
 constexpr int32_t kVocab = 151936;
+constexpr int kChunk = 25;                  // launches queued behind one spin kernel
+constexpr long long kSpinCycles = 2000000;  // ~1 ms: longer than queuing a chunk
 
 __global__ void EmptyKernel() {}
 
+// Holds the stream while the host queues a chunk, so the GPU then runs the
+// chunk back to back and the events measure device time, not the host's
+// launch latency (the method of bench/greedy and bench/sampling).
+__global__ void SpinKernel(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
 struct Stats {
-  double median_us = 0.0;
+  double median_us = 0.0;  // per event pair
   double p95_us = 0.0;
+  double b2b_us = 0.0;     // mean per launch of a chunk queued back to back (median over chunks)
 };
 
-// Times `launch(i)` for warm-up + samples launches, one event pair each.
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// `launch(i)` for warm-up + `samples` iterations: each between two events of
+// a chain (events[i], events[i+1]) queued behind a spin kernel; then chunks
+// of kChunk launches between one pair of events for the back-to-back mean.
 template <typename F>
 Stats TimeLaunches(int samples, cudaStream_t stream, F launch) {
   for (int i = 0; i < kWarmup; ++i) launch(i);
-  std::vector<cudaEvent_t> events(2 * samples);
+  std::vector<cudaEvent_t> events(kChunk + 1);
   for (auto& e : events) CHECK_CUDA(cudaEventCreate(&e));
-  for (int i = 0; i < samples; ++i) {
-    CHECK_CUDA(cudaEventRecord(events[2 * i], stream));
-    launch(i);
-    CHECK_CUDA(cudaEventRecord(events[2 * i + 1], stream));
+  std::vector<double> us;
+  int iteration = 0;
+  while (static_cast<int>(us.size()) < samples) {
+    SpinKernel<<<1, 1, 0, stream>>>(kSpinCycles);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaEventRecord(events[0], stream));
+    for (int i = 0; i < kChunk; ++i) {
+      launch(iteration++);
+      CHECK_CUDA(cudaEventRecord(events[i + 1], stream));
+    }
+    CHECK_CUDA(cudaStreamSynchronize(stream));
+    for (int i = 0; i < kChunk; ++i) {
+      float ms = 0.0f;
+      CHECK_CUDA(cudaEventElapsedTime(&ms, events[i], events[i + 1]));
+      us.push_back(ms * 1000.0);
+    }
   }
-  CHECK_CUDA(cudaStreamSynchronize(stream));
-  std::vector<double> us(samples);
-  for (int i = 0; i < samples; ++i) {
+  std::vector<double> chunks;
+  for (int c = 0; c < std::max(8, samples / kChunk); ++c) {
+    SpinKernel<<<1, 1, 0, stream>>>(kSpinCycles);
+    CHECK_CUDA(cudaGetLastError());
+    CHECK_CUDA(cudaEventRecord(events[0], stream));
+    for (int i = 0; i < kChunk; ++i) launch(iteration++);
+    CHECK_CUDA(cudaEventRecord(events[1], stream));
+    CHECK_CUDA(cudaEventSynchronize(events[1]));
     float ms = 0.0f;
-    CHECK_CUDA(cudaEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]));
-    us[i] = ms * 1000.0;
+    CHECK_CUDA(cudaEventElapsedTime(&ms, events[0], events[1]));
+    chunks.push_back(ms * 1000.0 / kChunk);
   }
   for (auto& e : events) CHECK_CUDA(cudaEventDestroy(e));
   std::sort(us.begin(), us.end());
-  return Stats{us[us.size() / 2], us[std::min(us.size() - 1, us.size() * 95 / 100)]};
+  Stats s;
+  s.median_us = us[us.size() / 2];
+  s.p95_us = us[std::min(us.size() - 1, us.size() * 95 / 100)];
+  s.b2b_us = Median(chunks);
+  return s;
 }
 
-// Median time of a device-to-device copy of `bytes` (0 bytes: 0).
-double CopyMedianUs(int64_t bytes, int samples, cudaStream_t stream) {
-  if (bytes <= 0) return 0.0;
+// A device-to-device copy of `bytes` (0 bytes: zeros), timed like the kernels.
+Stats CopyStats(int64_t bytes, int samples, cudaStream_t stream) {
+  if (bytes <= 0) return Stats{};
   void *a = nullptr, *b = nullptr;
   CHECK_CUDA(cudaMalloc(&a, bytes));
   CHECK_CUDA(cudaMalloc(&b, bytes));
@@ -94,7 +138,7 @@ double CopyMedianUs(int64_t bytes, int samples, cudaStream_t stream) {
   });
   CHECK_CUDA(cudaFree(a));
   CHECK_CUDA(cudaFree(b));
-  return s.median_us;
+  return s;
 }
 
 template <typename T>
@@ -120,11 +164,14 @@ struct Options {
 
 FILE* g_csv = nullptr;
 
-void CsvRow(const char* kind, int b, int nodes, const char* draft, const Stats& s, double floor_us,
-            double launch_us, int64_t bytes, double mean_depth, double mean_row_reads) {
+// Floors: `copy` of the bytes touched plus one `launch` (the empty kernel),
+// per event pair and back to back.
+void CsvRow(const char* kind, int b, int nodes, const char* draft, const Stats& s, const Stats& copy,
+            const Stats& launch, int64_t bytes, double mean_depth, double mean_row_reads) {
   if (g_csv == nullptr) return;
-  std::fprintf(g_csv, "%s,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%lld,%.3f,%.3f\n", kind, b, nodes, draft, s.median_us, s.p95_us,
-               floor_us, launch_us, static_cast<long long>(bytes), mean_depth, mean_row_reads);
+  std::fprintf(g_csv, "%s,%d,%d,%s,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%lld,%.3f,%.3f\n", kind, b, nodes, draft,
+               s.median_us, s.p95_us, s.b2b_us, copy.median_us, copy.b2b_us, launch.median_us, launch.b2b_us,
+               static_cast<long long>(bytes), mean_depth, mean_row_reads);
   std::fflush(g_csv);
 }
 
@@ -179,10 +226,11 @@ bool CheckGreedy(const TreeGreedyWorkload& w, const GreedyDevice& d) {
          nodes == e.accepted_nodes && kv == e.packed_kv;
 }
 
-void BenchGreedy(const Options& o, cudaStream_t stream, const TreeScratch& scratch, double launch_us) {
+void BenchGreedy(const Options& o, cudaStream_t stream, const TreeScratch& scratch, const Stats& launch) {
   std::printf("\n== greedy verify+pack (one launch), random trees 1-4 children/node, 4 KiB rows ==\n");
-  std::printf("%-5s %-6s %10s %12s %10s %10s %10s %12s %8s\n", "B", "nodes", "mean_depth", "packed_KiB", "median_us",
-              "p95_us", "copy_us", "copy+launch", "ratio");
+  std::printf("(us per event pair, and back to back; floor = D2D copy of the packed bytes + an empty launch)\n");
+  std::printf("%-5s %-6s %10s %11s %9s %9s %9s %12s %12s\n", "B", "nodes", "mean_depth", "packed_KiB", "pair_us",
+              "p95_us", "b2b_us", "floor_pair", "floor_b2b");
   for (const int nodes : {16, 64, 256}) {
     for (const int b : {1, 8, 32, 128}) {
       std::vector<TreeGreedyWorkload> sets;
@@ -211,12 +259,12 @@ void BenchGreedy(const Options& o, cudaStream_t stream, const TreeScratch& scrat
       });
       const int64_t rows = sets[0].expected.packed_row_offsets.back();
       const int64_t bytes = rows * kRowBytes;
-      const double copy_us = CopyMedianUs(bytes, o.samples, stream);
+      const Stats copy = CopyStats(bytes, o.samples, stream);
       const double mean_depth = static_cast<double>(rows) / b;
-      std::printf("%-5d %-6d %10.2f %12.1f %10.2f %10.2f %10.2f %12.2f %8.2f%s\n", b, nodes, mean_depth, bytes / 1024.0,
-                  s.median_us, s.p95_us, copy_us, copy_us + launch_us, s.median_us / (copy_us + launch_us),
+      std::printf("%-5d %-6d %10.2f %11.1f %9.2f %9.2f %9.2f %12.2f %12.2f%s\n", b, nodes, mean_depth, bytes / 1024.0,
+                  s.median_us, s.p95_us, s.b2b_us, copy.median_us + launch.median_us, copy.b2b_us + launch.b2b_us,
                   ok ? "" : "  CHECK FAILED");
-      CsvRow(ok ? "cuda_greedy" : "cuda_greedy_CHECK_FAILED", b, nodes, "-", s, copy_us, launch_us, bytes, mean_depth, 0.0);
+      CsvRow(ok ? "cuda_greedy" : "cuda_greedy_CHECK_FAILED", b, nodes, "-", s, copy, launch, bytes, mean_depth, 0.0);
       if (o.quick && nodes == 16) break;
     }
   }
@@ -302,10 +350,11 @@ struct SampledSet {
   std::vector<void*> owned;
 };
 
-void BenchSampled(const Options& o, cudaStream_t stream, const TreeScratch& scratch, double launch_us) {
+void BenchSampled(const Options& o, cudaStream_t stream, const TreeScratch& scratch, const Stats& launch) {
   std::printf("\n== sampled tree verification, V=%d fp32 probabilities, random trees 1-4 children/node ==\n", kVocab);
-  std::printf("%-5s %-6s %-5s %7s %9s %10s %10s %12s %10s %12s %8s\n", "B", "nodes", "draft", "depth", "rows_read",
-              "sample_us", "p95_us", "+pack_us", "floor_MB", "copy+launch", "ratio");
+  std::printf("(us per event pair / back to back; floor = D2D copy of the rows read in full + an empty launch)\n");
+  std::printf("%-5s %-6s %-5s %6s %9s %9s %9s %9s %10s %9s %11s %11s\n", "B", "nodes", "draft", "depth", "rows_read",
+              "pair_us", "b2b_us", "p95_us", "+pack_b2b", "floor_MB", "floor_pair", "floor_b2b");
   size_t free_bytes = 0, total_bytes = 0;
   CHECK_CUDA(cudaMemGetInfo(&free_bytes, &total_bytes));
   const int64_t budget = static_cast<int64_t>(free_bytes * 0.75);
@@ -425,16 +474,15 @@ void BenchSampled(const Options& o, cudaStream_t stream, const TreeScratch& scra
           CHECK_CUDA(LaunchTreePack(sets[i % variants].pack, scratch, stream));
         });
         const int64_t floor_bytes = read_sum * row_bytes;
-        const double copy_us = CopyMedianUs(floor_bytes, std::min(o.samples, 200), stream);
-        const double floor_us = copy_us + launch_us;
-        std::printf("%-5d %-6d %-5s %7.2f %9.2f %10.2f %10.2f %12.2f %10.1f %12.2f %8.2f%s\n", b, nodes,
+        const Stats copy = CopyStats(floor_bytes, std::min(o.samples, 200), stream);
+        std::printf("%-5d %-6d %-5s %6.2f %9.2f %9.2f %9.2f %9.2f %10.2f %9.1f %11.2f %11.2f%s\n", b, nodes,
                     with_draft ? "yes" : "no", static_cast<double>(depth_sum) / b, static_cast<double>(read_sum) / b,
-                    sample.median_us, sample.p95_us, both.median_us, floor_bytes / 1e6, floor_us,
-                    sample.median_us / floor_us, ok ? "" : "  ERROR CODES");
-        CsvRow(ok ? "cuda_sample" : "cuda_sample_ERROR", b, nodes, with_draft ? "yes" : "no", sample, copy_us, launch_us,
+                    sample.median_us, sample.b2b_us, sample.p95_us, both.b2b_us, floor_bytes / 1e6,
+                    copy.median_us + launch.median_us, copy.b2b_us + launch.b2b_us, ok ? "" : "  ERROR CODES");
+        CsvRow(ok ? "cuda_sample" : "cuda_sample_ERROR", b, nodes, with_draft ? "yes" : "no", sample, copy, launch,
                floor_bytes, static_cast<double>(depth_sum) / b, static_cast<double>(read_sum) / b);
-        CsvRow(ok ? "cuda_sample_pack" : "cuda_sample_pack_ERROR", b, nodes, with_draft ? "yes" : "no", both, copy_us,
-               launch_us, floor_bytes, static_cast<double>(depth_sum) / b, static_cast<double>(read_sum) / b);
+        CsvRow(ok ? "cuda_sample_pack" : "cuda_sample_pack_ERROR", b, nodes, with_draft ? "yes" : "no", both, copy,
+               launch, floor_bytes, static_cast<double>(depth_sum) / b, static_cast<double>(read_sum) / b);
         for (auto& set : sets) {
           for (void* p : set.owned) CHECK_CUDA(cudaFree(p));
         }
@@ -477,8 +525,8 @@ int Main(int argc, char** argv) {
       std::fprintf(stderr, "cannot write %s\n", o.csv.c_str());
       return 1;
     }
-    std::fprintf(g_csv, "kind,B,nodes,draft,median_us,p95_us,floor_copy_us,launch_us,floor_bytes,mean_depth,"
-                        "mean_row_reads\n");
+    std::fprintf(g_csv, "kind,B,nodes,draft,median_us,p95_us,b2b_us,copy_us,copy_b2b_us,launch_us,launch_b2b_us,"
+                        "floor_bytes,mean_depth,mean_row_reads\n");
   }
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -488,10 +536,11 @@ int Main(int argc, char** argv) {
     return 1;
   }
   const Stats empty = TimeLaunches(o.samples, stream, [&](int) { EmptyKernel<<<1, 32, 0, stream>>>(); });
-  std::printf("empty kernel launch: median %.2f us, p95 %.2f us\n", empty.median_us, empty.p95_us);
-  CsvRow("empty_launch", 0, 0, "-", empty, 0.0, empty.median_us, 0, 0.0, 0.0);
-  BenchGreedy(o, stream, scratch->view, empty.median_us);
-  BenchSampled(o, stream, scratch->view, empty.median_us);
+  std::printf("empty kernel launch: median %.2f us per event pair (p95 %.2f), %.2f us back to back\n",
+              empty.median_us, empty.p95_us, empty.b2b_us);
+  CsvRow("empty_launch", 0, 0, "-", empty, Stats{}, empty, 0, 0.0, 0.0);
+  BenchGreedy(o, stream, scratch->view, empty);
+  BenchSampled(o, stream, scratch->view, empty);
   CHECK_CUDA(cudaStreamDestroy(stream));
   if (g_csv != nullptr) std::fclose(g_csv);
   return 0;
