@@ -389,6 +389,7 @@ constexpr int kMaxClusterBlocks = 16;
 constexpr int kMaxChunks = (1 << 20) / rejection::kNormalizerChunk;
 constexpr int kRoundsPerChunk = rejection::kNormalizerChunk / (kSampleThreads * rejection::kLaneWidth);
 static_assert(rejection::kLaneWidth == 4, "a lane group is one Philox call's 4 words");
+static_assert(kSampleThreads == 256, "the chunk fold below spells out strides 128, 64, 32");
 
 enum WalkAction : int { kActionEmit = 0, kActionMassPass = 1, kActionFail = 2 };
 
@@ -413,7 +414,7 @@ struct SampleSharedStorage {
   int rejected[kMaxTreeNodes];
   float mass_f[kMaxTreeNodes];
   PassSlot slot[2];
-  double lanes[kSampleThreads];
+  double lanes[2][kSampleThreads];  // lane sums of a chunk, double-buffered by chunk parity
   double gathered[kMaxChunks];
   rejection::RaceCandidate warp_best[2][kSampleWarps];
   int warp_bad_draft[kSampleWarps];
@@ -565,13 +566,21 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
   for (int c = rank; c < num_chunks; c += cluster_blocks, ++m) {
     const int begin = c * rejection::kNormalizerChunk;
     const int end = min(vocab, begin + rejection::kNormalizerChunk);
+    // All of this thread's target values of the chunk first: four vector
+    // loads in flight per thread before any arithmetic.
+    float pvs[kRoundsPerChunk][4];
+#pragma unroll
+    for (int round = 0; round < kRoundsPerChunk; ++round) {
+      const int x0 = begin + (round * kSampleThreads + tid) * rejection::kLaneWidth;
+      Load4<kDtype, kVec>(in.target_values, row_start, x0, end, pvs[round]);
+    }
     float lane_sum = 0.0f;
 #pragma unroll
     for (int round = 0; round < kRoundsPerChunk; ++round) {
       const int x0 = begin + (round * kSampleThreads + tid) * rejection::kLaneWidth;
       if (x0 >= end) continue;
-      float pv[4], rv[4];
-      Load4<kDtype, kVec>(in.target_values, row_start, x0, end, pv);
+      const float* pv = pvs[round];
+      float rv[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) rv[i] = pv[i];
       if (k > 0) ResidualAt4<kDtype, kVec, kDraft>(s, in, draft_row0, k, x0, end, rv, bad_draft);
@@ -602,17 +611,22 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
       }
     }
     if (!emit) {
-      // The chunk's sum in the fixed order: float per lane (above), then the
-      // lane sums folded pairwise in double, as ChunkSumFixedOrder.
+      // The chunk's sum in the fixed order of ChunkSumFixedOrder: float per
+      // lane (above), then the 256 lane sums folded pairwise in double,
+      // s[t] += s[t + stride] for stride 128, 64, ..., 1. Warp 0 evaluates the
+      // strides 128, 64, 32 for its lane t directly from the eight lanes t +
+      // 32 j, associated exactly as those three steps associate them, then
+      // the strides 16 .. 1 by shuffles: one barrier per chunk. The lane sums
+      // alternate between two buffers, so the next chunk's writes never meet
+      // warp 0's reads of this one (a barrier lies between them).
+      double* lanes = s.lanes[m & 1];
+      lanes[tid] = static_cast<double>(lane_sum);
       __syncthreads();
-      s.lanes[tid] = static_cast<double>(lane_sum);
-      __syncthreads();
-      for (int stride = kSampleThreads / 2; stride >= kWarpSize; stride /= 2) {
-        if (tid < stride) s.lanes[tid] = detmath::AddD(s.lanes[tid], s.lanes[tid + stride]);
-        __syncthreads();
-      }
       if (warp == 0) {
-        double v = s.lanes[lane];
+        const double* l = lanes + lane;
+        const double a = detmath::AddD(detmath::AddD(l[0], l[128]), detmath::AddD(l[64], l[192]));
+        const double b = detmath::AddD(detmath::AddD(l[32], l[160]), detmath::AddD(l[96], l[224]));
+        double v = detmath::AddD(a, b);
 #pragma unroll
         for (int stride = kWarpSize / 2; stride > 0; stride /= 2) {
           v = detmath::AddD(v, __shfl_down_sync(kFullMask, v, stride));
@@ -888,14 +902,43 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
   cluster.sync();
 }
 
+// Clusters of more than 8 blocks need the non-portable size and a device
+// that schedules them; whether it does is asked once per kernel (a host
+// query, so the decision is also safe inside stream capture, where a refused
+// launch would invalidate the capture).
 template <SampleDtype kDtype, bool kVec, bool kDraft>
-cudaError_t LaunchSampleKernel(const SampleTreeArgs& args, cudaStream_t stream) {
+bool LargeClustersSchedulable(int32_t blocks) {
+  static std::atomic<int> known{0};  // 0 unknown, 1 yes, 2 no (for 16 blocks: the only large size chosen)
+  if (blocks == kMaxClusterBlocks) {
+    if (const int k = known.load(std::memory_order_relaxed); k != 0) return k == 1;
+  }
   auto* kernel = &TreeSampleKernel<kDtype, kVec, kDraft>;
-  if (args.cluster_blocks > 8) {
-    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        e != cudaSuccess) {
-      return e;
-    }
+  bool ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+  if (ok) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(static_cast<unsigned>(blocks));
+    config.blockDim = dim3(kSampleThreads);
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = static_cast<unsigned>(blocks);
+    attribute[0].val.clusterDim.y = 1;
+    attribute[0].val.clusterDim.z = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &config) == cudaSuccess && clusters > 0;
+  }
+  (void)cudaGetLastError();  // a refused query leaves nothing behind
+  if (blocks == kMaxClusterBlocks) known.store(ok ? 1 : 2, std::memory_order_relaxed);
+  return ok;
+}
+
+template <SampleDtype kDtype, bool kVec, bool kDraft>
+cudaError_t LaunchSampleKernel(SampleTreeArgs args, bool automatic, cudaStream_t stream) {
+  auto* kernel = &TreeSampleKernel<kDtype, kVec, kDraft>;
+  if (args.cluster_blocks > 8 && !LargeClustersSchedulable<kDtype, kVec, kDraft>(args.cluster_blocks)) {
+    if (!automatic) return cudaErrorInvalidValue;
+    args.cluster_blocks = 8;
   }
   cudaLaunchConfig_t config = {};
   config.gridDim = dim3(static_cast<unsigned>(args.p.input.num_sequences * args.cluster_blocks));
@@ -913,14 +956,14 @@ cudaError_t LaunchSampleKernel(const SampleTreeArgs& args, cudaStream_t stream) 
 }
 
 template <SampleDtype kDtype>
-cudaError_t DispatchSample(const SampleTreeArgs& args, bool vec, cudaStream_t stream) {
+cudaError_t DispatchSample(const SampleTreeArgs& args, bool vec, bool automatic, cudaStream_t stream) {
   const bool draft = args.p.input.has_draft_probs;
   if (vec) {
-    return draft ? LaunchSampleKernel<kDtype, true, true>(args, stream)
-                 : LaunchSampleKernel<kDtype, true, false>(args, stream);
+    return draft ? LaunchSampleKernel<kDtype, true, true>(args, automatic, stream)
+                 : LaunchSampleKernel<kDtype, true, false>(args, automatic, stream);
   }
-  return draft ? LaunchSampleKernel<kDtype, false, true>(args, stream)
-               : LaunchSampleKernel<kDtype, false, false>(args, stream);
+  return draft ? LaunchSampleKernel<kDtype, false, true>(args, automatic, stream)
+               : LaunchSampleKernel<kDtype, false, false>(args, automatic, stream);
 }
 
 }  // namespace
@@ -1012,16 +1055,20 @@ cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream
     return cudaErrorInvalidValue;
   }
   const int32_t chunks = rejection::NumChunks(in.vocab_size);
-  if (cluster_blocks == 0) cluster_blocks = std::min(8, chunks);
+  // Default: 16 blocks per tree from 16 chunks on (more SMs reading each
+  // row; 16 needs the non-portable cluster size, sm_90; 8 where the device
+  // cannot schedule clusters of 16), else a block per chunk up to 8.
+  const bool automatic = cluster_blocks == 0;
+  if (automatic) cluster_blocks = chunks >= kMaxClusterBlocks ? kMaxClusterBlocks : std::min(8, chunks);
   if (cluster_blocks < 1 || cluster_blocks > kMaxClusterBlocks) return cudaErrorInvalidValue;
-  SampleTreeArgs args{params, cluster_blocks};
   const int64_t elem = SampleDtypeBytes(in.dtype);
   const bool vec = in.vocab_size % 4 == 0 && reinterpret_cast<uintptr_t>(in.target_values) % (4 * elem) == 0 &&
                    (!in.has_draft_probs || reinterpret_cast<uintptr_t>(in.draft_values) % (4 * elem) == 0);
+  const SampleTreeArgs args{params, cluster_blocks};
   switch (in.dtype) {
-    case SampleDtype::kFloat32: return DispatchSample<SampleDtype::kFloat32>(args, vec, stream);
-    case SampleDtype::kFloat16: return DispatchSample<SampleDtype::kFloat16>(args, vec, stream);
-    case SampleDtype::kBFloat16: return DispatchSample<SampleDtype::kBFloat16>(args, vec, stream);
+    case SampleDtype::kFloat32: return DispatchSample<SampleDtype::kFloat32>(args, vec, automatic, stream);
+    case SampleDtype::kFloat16: return DispatchSample<SampleDtype::kFloat16>(args, vec, automatic, stream);
+    case SampleDtype::kBFloat16: return DispatchSample<SampleDtype::kBFloat16>(args, vec, automatic, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -12,8 +12,8 @@
 //       scheduling order by a ticket counter, so every predecessor is
 //       resident), then writes its results, its accepted_nodes CSR entries
 //       and its packed rows.
-//   LaunchTreeSample  ONE launch: a thread-block cluster per tree (up to 8
-//       or 16 blocks of 256 threads on sm_90) walks the tree redundantly in
+//   LaunchTreeSample  ONE launch: a thread-block cluster per tree (up to 16
+//       blocks of 256 threads on sm_90) walks the tree redundantly in
 //       every block (the scalar decisions need p(x), q(x) and a coin: all
 //       prefetched for every node at once), and runs the passes over V that
 //       the walk needs (a residual mass after a rejection with draft rows;
@@ -79,8 +79,10 @@ absl::Status ValidateTreeGreedyDeviceBatch(const TreeGreedyDeviceBatch& batch, c
 cudaError_t LaunchTreeGreedyVerifyPack(const TreeGreedyDeviceBatch& batch, const TreeScratch& scratch,
                                        cudaStream_t stream);
 
-// Sampled: `cluster_blocks` = blocks per tree, 0 = choose (min(8,
-// ceil(V / 4096))); 9..16 need the non-portable cluster size (sm_90).
+// Sampled: `cluster_blocks` = blocks per tree, 0 = choose (16 from V >
+// 15 * 4096 on, 8 if the device cannot schedule clusters of 16; else one per
+// 4096-element chunk up to 8); 9..16 need the non-portable cluster size
+// (sm_90) and give cudaErrorInvalidValue where the device cannot run them.
 // REQUIRES the host copy passed ValidateTreeSampleBatch (the kernel itself
 // checks ids, parents and every value it reads). Returns
 // cudaErrorInvalidValue for options the kernel does not support.
