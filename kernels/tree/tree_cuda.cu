@@ -212,7 +212,7 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
       // A parent outside [-1, j) (the host validator rejects it) makes the
       // node unreachable instead of an out-of-bounds access.
       if (j >= n || parent[q] < -1 || parent[q] >= j) continue;
-      smem.has_child[parent[q] + 1] = 1;
+      atomicOr(&smem.has_child[parent[q] + 1], 1);  // siblings write together: an atomic, not a racy store
       if (token[q] == smem.target[parent[q] + 1]) atomicMin(&smem.first_good[parent[q] + 1], j);
     }
     __syncthreads();
