@@ -541,6 +541,16 @@ __device__ __forceinline__ rejection::RaceCandidate WarpBest(rejection::RaceCand
   return c;
 }
 
+// Thread-block clusters (and cluster_group) exist from sm_90 on. The portable
+// PTX of the build (compute_75) gets a kernel that traps; the launcher never
+// starts it there (cudaErrorNotSupported below sm_90).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define SV_TREE_HAS_CLUSTERS 1
+#else
+#define SV_TREE_HAS_CLUSTERS 0
+#endif
+
+#if SV_TREE_HAS_CLUSTERS
 // One pass over V at the current node by the whole cluster: the residual
 // mass Z (emit == false) or the race (emit == true). Updates the walk state
 // (thread 0 of every block, identically).
@@ -722,6 +732,8 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
 
 // The scalar walk (thread 0 of each block): follows accepted children until
 // the node must emit, a residual mass is needed, or a value is bad.
+#endif  // SV_TREE_HAS_CLUSTERS
+
 template <SampleDtype kDtype, bool kDraft>
 __device__ void WalkScalar(SampleSharedStorage& s, const TreeSampleParams& p, int first, int64_t draft_row0,
                            const SequenceSamplingParams& seq, bool writer) {
@@ -774,6 +786,9 @@ __device__ void WalkScalar(SampleSharedStorage& s, const TreeSampleParams& p, in
 
 template <SampleDtype kDtype, bool kVec, bool kDraft>
 __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArgs args) {
+#if !SV_TREE_HAS_CLUSTERS
+  __trap();
+#else
   __shared__ SampleSharedStorage s;
   cg::cluster_group cluster = cg::this_cluster();
   const TreeSampleParams& p = args.p;
@@ -900,6 +915,7 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
   }
   // No block may leave while another can still read its shared memory.
   cluster.sync();
+#endif  // SV_TREE_HAS_CLUSTERS
 }
 
 // Clusters of more than 8 blocks need the non-portable size and a device
@@ -1054,6 +1070,12 @@ cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream
       in.has_draft_probs != (in.draft_values != nullptr)) {
     return cudaErrorInvalidValue;
   }
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
+    return cudaErrorUnknown;
+  }
+  if (major < 9) return cudaErrorNotSupported;  // thread-block clusters: sm_90+
   const int32_t chunks = rejection::NumChunks(in.vocab_size);
   // Default: 16 blocks per tree from 16 chunks on (more SMs reading each
   // row; 16 needs the non-portable cluster size, sm_90; 8 where the device
