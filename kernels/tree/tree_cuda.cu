@@ -899,6 +899,9 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
       ClusterPass<kDtype, kVec, kDraft>(s, p, cluster, cluster_blocks, rank, action == kActionEmit, target_row0,
                                         draft_row0);
       const bool failed = s.pass_failed != 0;  // ClusterPass ended with a barrier
+      // Every thread has read pass_failed before thread 0 rewrites the walk
+      // state for the next pass (racecheck on the H100 flagged this read).
+      __syncthreads();
       if (action == kActionEmit || failed) break;
     }
   }
