@@ -14,6 +14,9 @@ packages=(
   clang        # -Wthread-safety analysis of the server's locking; the sanitizer build
   libclang-rt-14-dev  # ASan/UBSan/libFuzzer runtimes for scripts/sanitize.sh
   curl         # scraping /metrics in scripts
+  # The Python client (client/python) and its tests, with Debian's /usr/bin/python3;
+  # torch (CPU) for the example worker (examples/worker) and torch-tensor inputs.
+  python3-grpcio python3-numpy python3-torch
 )
 
 missing=()

@@ -294,7 +294,13 @@ class Verifier:
             request.kv_output.CopyFrom(ref)
             if kv_return is None:
                 kv_return = "region"
-        request.kv_return = KV_RETURN[kv_return] if not isinstance(kv_return, int) else kv_return
+        if isinstance(kv_return, int) and kv_return in KV_RETURN.values():
+            request.kv_return = kv_return
+        elif kv_return in KV_RETURN:
+            request.kv_return = KV_RETURN[kv_return]
+        else:
+            raise ValueError(f"kv_return {kv_return!r}: None, 'handle', 'inline', 'none' or "
+                             f"'region'")
         if cuda_devices and self.cuda_sync:
             import torch
 

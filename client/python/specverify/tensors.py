@@ -133,10 +133,16 @@ def describe(obj, what="tensor"):
     """A TensorView of a numpy array, a Typed array, a torch tensor, or a
     (nested) list of floats (taken as float32)."""
     if isinstance(obj, Typed):
-        inner = describe(obj.array, what)
-        if inner.nbytes // max(1, _numel(inner.shape)) != DTYPE_SIZES[obj.dtype]:
+        if _is_torch(obj.array):
+            inner = describe(obj.array, what)
+            itemsize = obj.array.element_size()
+        else:
+            a = np.asarray(obj.array)
+            inner = _describe_numpy(a, obj.dtype)
+            itemsize = a.dtype.itemsize
+        if itemsize != DTYPE_SIZES[obj.dtype]:
             raise TypeError(f"{what}: Typed dtype size {DTYPE_SIZES[obj.dtype]} does not match "
-                            f"the array's element size")
+                            f"the array's element size {itemsize}")
         inner.obj = obj
         inner.dtype = obj.dtype
         return inner
@@ -160,17 +166,14 @@ def describe(obj, what="tensor"):
     if obj.dtype not in _NUMPY_TO_WIRE:
         raise TypeError(f"{what}: numpy dtype {obj.dtype} has no wire DataType "
                         f"(float32, float16, uint8, int8; wrap other bytes in specverify.Typed)")
-    return TensorView(obj=obj, dtype=_NUMPY_TO_WIRE[obj.dtype], shape=tuple(obj.shape),
-                      nbytes=obj.nbytes, device="cpu", device_index=-1,
-                      address=obj.__array_interface__["data"][0]
-                      if obj.flags.c_contiguous and obj.dtype.byteorder != ">" else None)
+    return _describe_numpy(obj, _NUMPY_TO_WIRE[obj.dtype])
 
 
-def _numel(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+def _describe_numpy(a, dtype):
+    return TensorView(obj=a, dtype=dtype, shape=tuple(a.shape), nbytes=a.nbytes, device="cpu",
+                      device_index=-1,
+                      address=a.__array_interface__["data"][0]
+                      if a.flags.c_contiguous and a.dtype.byteorder != ">" else None)
 
 
 def inline_tensor(view):
