@@ -324,6 +324,33 @@ absl::StatusOr<int64_t> VerifierClient::ReleaseKv(const std::string& handle) {
   return response.released_bytes();
 }
 
+absl::Status VerifierClient::RegisterRegion(const v1::RegisterRegionRequest& request) {
+  grpc::ClientContext context;
+  ApplyDeadline(context, absl::ZeroDuration());
+  v1::RegisterRegionResponse response;
+  return FromGrpcStatus(stub_->RegisterRegion(&context, request, &response));
+}
+
+absl::StatusOr<int32_t> VerifierClient::UnregisterRegion(const std::string& name) {
+  grpc::ClientContext context;
+  ApplyDeadline(context, absl::ZeroDuration());
+  v1::UnregisterRegionRequest request;
+  request.set_name(name);
+  v1::UnregisterRegionResponse response;
+  grpc::Status status = stub_->UnregisterRegion(&context, request, &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response.requests_in_flight();
+}
+
+absl::StatusOr<v1::ListRegionsResponse> VerifierClient::ListRegions() {
+  grpc::ClientContext context;
+  ApplyDeadline(context, absl::ZeroDuration());
+  v1::ListRegionsResponse response;
+  grpc::Status status = stub_->ListRegions(&context, v1::ListRegionsRequest(), &response);
+  if (!status.ok()) return FromGrpcStatus(status);
+  return response;
+}
+
 absl::StatusOr<v1::ServerInfo> VerifierClient::GetServerInfo() {
   grpc::ClientContext context;
   ApplyDeadline(context, absl::ZeroDuration());

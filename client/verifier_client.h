@@ -114,6 +114,14 @@ class VerifierClient {
 
   absl::StatusOr<v1::ServerInfo> GetServerInfo();
 
+  // The co-located data plane (docs/DATA_PLANE.md; client/region.h makes the
+  // memory): register once, reference from many requests, unregister.
+  absl::Status RegisterRegion(const v1::RegisterRegionRequest& request);
+  // The requests that still held the region (its memory stays mapped on the
+  // server until they finish).
+  absl::StatusOr<int32_t> UnregisterRegion(const std::string& name);
+  absl::StatusOr<v1::ListRegionsResponse> ListRegions();
+
   // grpc.health.v1 Check: true when SERVING. `service` "" is the whole server.
   absl::StatusOr<bool> CheckHealth(const std::string& service = "");
 

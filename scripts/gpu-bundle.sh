@@ -32,6 +32,8 @@ for bin in "$@"; do
     exit 1
   fi
   cp -f "$path" "$out_dir/bin/"
+  # Symbols stay in the build tree; the bundle must fit the run tool's 64 MiB.
+  strip --strip-unneeded "$out_dir/bin/$(basename "$path")"
   if ldd "$path" | grep -q "not found"; then
     echo "gpu-bundle: unresolved libraries for $path:" >&2
     ldd "$path" | grep "not found" >&2
@@ -40,6 +42,7 @@ for bin in "$@"; do
   ldd "$path" | awk '/=> \// {print $1, $3}' | while read -r name lib; do
     if [[ "$name" =~ $skip_re ]]; then continue; fi
     cp -fL "$lib" "$out_dir/lib/$name"
+    strip --strip-unneeded "$out_dir/lib/$name" 2>/dev/null || true
   done
 done
 size_kb=$(du -sk "$out_dir" | cut -f1)

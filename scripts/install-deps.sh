@@ -14,6 +14,7 @@ packages=(
   clang        # -Wthread-safety analysis of the server's locking; the sanitizer build
   libclang-rt-14-dev  # ASan/UBSan/libFuzzer runtimes for scripts/sanitize.sh
   curl         # scraping /metrics in scripts
+  python3-yaml # tests/deploy/check_kubernetes.py reads the Kubernetes manifests
   # The Python client (client/python) and its tests, with Debian's /usr/bin/python3;
   # torch (CPU) for the example worker (examples/worker) and torch-tensor inputs.
   python3-grpcio python3-numpy python3-torch
@@ -26,6 +27,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+# kubectl renders deploy/kubernetes/kustomization.yaml offline in the deploy
+# tests. Debian's is kubernetes-client; another kubectl already on the PATH
+# (e.g. a cloud SDK's package, which owns /usr/bin/kubectl too) does the same.
+if ! command -v kubectl >/dev/null; then
+  missing+=(kubernetes-client)
+fi
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
   exit 0

@@ -1,5 +1,7 @@
 #include "client/loadgen/config.h"
 
+#include <algorithm>
+
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -105,7 +107,9 @@ absl::StatusOr<KvReturnMode> ParseKvReturnMode(absl::string_view text) {
   if (text == "handle") return KvReturnMode::kHandle;
   if (text == "inline") return KvReturnMode::kInline;
   if (text == "none") return KvReturnMode::kNone;
-  return FlagError("kv_return", absl::StrCat("expected inline, handle or none, got '", text, "'"));
+  if (text == "region") return KvReturnMode::kRegion;
+  return FlagError("kv_return",
+                   absl::StrCat("expected inline, handle, none or region, got '", text, "'"));
 }
 
 absl::StatusOr<WorkloadMode> ParseWorkloadMode(absl::string_view text) {
@@ -159,6 +163,23 @@ absl::string_view KvReturnModeName(KvReturnMode mode) {
     case KvReturnMode::kHandle: return "handle";
     case KvReturnMode::kInline: return "inline";
     case KvReturnMode::kNone: return "none";
+    case KvReturnMode::kRegion: return "region";
+  }
+  return "?";
+}
+
+absl::StatusOr<Transport> ParseTransport(absl::string_view text) {
+  if (text == "inline") return Transport::kInline;
+  if (text == "shm") return Transport::kShm;
+  if (text == "cuda") return Transport::kCuda;
+  return FlagError("transport", absl::StrCat("expected inline, shm or cuda, got '", text, "'"));
+}
+
+absl::string_view TransportName(Transport transport) {
+  switch (transport) {
+    case Transport::kInline: return "inline";
+    case Transport::kShm: return "shm";
+    case Transport::kCuda: return "cuda";
   }
   return "?";
 }
@@ -197,6 +218,23 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
   }
   if (w.fetch_kv_fraction > 0 && w.kv_return != KvReturnMode::kHandle) {
     return FlagError("fetch_kv", "needs --kv_return=handle");
+  }
+  if (w.kv_return == KvReturnMode::kRegion) {
+    if (w.transport == Transport::kInline) {
+      return FlagError("kv_return", "region needs --transport=shm or --transport=cuda");
+    }
+    if (w.row_bytes == 0) return FlagError("kv_return", "region needs --row_bytes > 0");
+    // Each pool entry owns its output rows: no two requests in flight may
+    // share an entry.
+    const int64_t in_flight = c.mode == LoopMode::kClosed
+                                  ? *std::max_element(c.concurrency.begin(), c.concurrency.end())
+                                  : c.max_outstanding;
+    if (w.pool_requests < in_flight) {
+      return FlagError("pool_requests",
+                       absl::StrCat("is ", w.pool_requests, "; --kv_return=region needs at least ",
+                                    "the requests in flight (", in_flight,
+                                    ": the largest --concurrency, or --max_outstanding)"));
+    }
   }
   if (w.fetch_kv_fraction > 0 && w.row_bytes == 0) {
     return FlagError("fetch_kv", "needs --row_bytes > 0 (no KV rows to fetch)");

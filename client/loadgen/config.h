@@ -20,7 +20,10 @@ namespace specverify::loadgen {
 enum class LoopMode { kClosed, kOpen };
 enum class RpcKind { kUnary, kStream };
 // How the accepted KV rows come back (VerifyRequest.kv_return).
-enum class KvReturnMode { kHandle, kInline, kNone };
+enum class KvReturnMode { kHandle, kInline, kNone, kRegion };
+// Where the payload travels (docs/DATA_PLANE.md): in the messages, or in a
+// region the loadgen registers as a co-located worker would.
+enum class Transport { kInline, kShm, kCuda };
 // What the drafts ask for: greedy (target tokens) or sampled (distribution
 // rows, rejection sampling, checked by recomputing the CPU reference).
 enum class WorkloadMode { kGreedy, kSampled };
@@ -54,6 +57,8 @@ struct WorkloadConfig {
   // pool entry i % pool_requests. Generation is not on the timed path.
   int32_t pool_requests = 1024;
   KvReturnMode kv_return = KvReturnMode::kHandle;
+  Transport transport = Transport::kInline;
+  int32_t cuda_device = 0;  // --transport=cuda: where the loadgen's region lives
   // Fetch (and release) the KV rows of this fraction of the answers and
   // compare them byte for byte with the oracle. 0 = never.
   double fetch_kv_fraction = 0.0;
@@ -98,6 +103,9 @@ struct LoadgenConfig {
   // RPC error (1 = never on errors; wrong answers always fail the run).
   double max_error_fraction = 1.0;
 };
+
+absl::StatusOr<Transport> ParseTransport(absl::string_view text);
+absl::string_view TransportName(Transport transport);
 
 // Checks ranges and combinations; the message names the flag.
 absl::Status ValidateConfig(const LoadgenConfig& config);

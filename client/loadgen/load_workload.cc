@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/greedy_requests.h"
+#include "client/loadgen/region_transport.h"
 
 namespace specverify::loadgen {
 
@@ -10,8 +11,65 @@ v1::KvReturn ToProto(KvReturnMode mode) {
     case KvReturnMode::kHandle: return v1::KV_RETURN_HANDLE;
     case KvReturnMode::kInline: return v1::KV_RETURN_INLINE;
     case KvReturnMode::kNone: return v1::KV_RETURN_NONE;
+    // Built and checked as INLINE; UseRegion turns the requests into REGION
+    // and RegionRowsInline the answers back.
+    case KvReturnMode::kRegion: return v1::KV_RETURN_INLINE;
   }
   return v1::KV_RETURN_UNSPECIFIED;
+}
+
+int64_t LoadWorkload::RegionBytesNeeded(bool return_into_region) const {
+  constexpr int64_t kAlign = 16;
+  const auto aligned = [](int64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; };
+  int64_t total = 0;
+  for (const v1::VerifyRequest& r : requests_) {
+    int64_t rows = 0, row_bytes = 0;
+    for (const v1::SequenceDraft& seq : r.sequences()) {
+      rows += seq.draft_tokens_size();
+      if (seq.has_draft_kv()) {
+        total += aligned(static_cast<int64_t>(seq.draft_kv().data().size()));
+        row_bytes = static_cast<int64_t>(seq.draft_kv().data().size()) / seq.draft_tokens_size();
+      }
+      if (seq.has_sampled()) {
+        total += aligned(static_cast<int64_t>(seq.sampled().target().values().data().size()));
+        total += aligned(static_cast<int64_t>(seq.sampled().draft().values().data().size()));
+      }
+    }
+    if (return_into_region) total += aligned(rows * row_bytes);
+  }
+  return total + kAlign;
+}
+
+absl::Status LoadWorkload::UseRegion(RegionTransport* region, bool return_into_region) {
+  region_ = region;
+  return_into_region_ = return_into_region;
+  for (v1::VerifyRequest& r : requests_) {
+    if (absl::Status s = region->writer().MoveInputsToRegion(&r, return_into_region); !s.ok()) {
+      return s;
+    }
+  }
+  return region->Publish();
+}
+
+absl::StatusOr<v1::VerifyResponse> LoadWorkload::RegionRowsInline(
+    int64_t i, const v1::VerifyResponse& response) const {
+  const v1::VerifyRequest& request = Request(i);
+  int64_t rows = 0;
+  for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
+  int64_t row_bytes = request.kv_output().shape_size() > 0 ? 1 : 0;
+  for (int d = 1; d < request.kv_output().shape_size(); ++d) row_bytes *= request.kv_output().shape(d);
+  if (request.kv_output().dtype() == v1::DATA_TYPE_FLOAT32) row_bytes *= 4;
+  if (request.kv_output().dtype() == v1::DATA_TYPE_FLOAT16 ||
+      request.kv_output().dtype() == v1::DATA_TYPE_BFLOAT16) {
+    row_bytes *= 2;
+  }
+  v1::VerifyResponse as_inline = response;
+  if (absl::Status s = region_->Read(request.kv_output().offset_bytes(), rows * row_bytes,
+                                     as_inline.mutable_kv_inline());
+      !s.ok()) {
+    return s;
+  }
+  return as_inline;
 }
 
 absl::StatusOr<std::unique_ptr<GreedyLoadWorkload>> GreedyLoadWorkload::Create(
@@ -72,7 +130,16 @@ AnswerCheck GreedyLoadWorkload::Check(int64_t i, const v1::VerifyResponse& respo
   // A no-op server's answers are not verification output: counted as
   // unverified, never as right or wrong.
   if (!check.verified) return check;
-  check.status = client::CheckGreedyResponse(workload_, options, response, fetched_kv);
+  absl::StatusOr<v1::VerifyResponse> region_answer;
+  if (returns_into_region()) {
+    region_answer = RegionRowsInline(i, response);
+    if (!region_answer.ok()) {
+      check.status = region_answer.status();
+      return check;
+    }
+  }
+  check.status = client::CheckGreedyResponse(
+      workload_, options, returns_into_region() ? *region_answer : response, fetched_kv);
   if (!check.status.ok()) {
     check.status = absl::Status(check.status.code(),
                                 absl::StrCat("request ", i, " (pool slot ", slot, "): ",
@@ -144,7 +211,16 @@ AnswerCheck SampledLoadWorkload::Check(int64_t i, const v1::VerifyResponse& resp
     check.draft_tokens += workload_.gamma(first + s);
   }
   if (!check.verified) return check;
-  check.status = client::CheckSampledResponse(workload_, slot, settings_, expected_, response);
+  absl::StatusOr<v1::VerifyResponse> region_answer;
+  if (returns_into_region()) {
+    region_answer = RegionRowsInline(i, response);
+    if (!region_answer.ok()) {
+      check.status = region_answer.status();
+      return check;
+    }
+  }
+  check.status = client::CheckSampledResponse(
+      workload_, slot, settings_, expected_, returns_into_region() ? *region_answer : response);
   if (check.status.ok() && fetched_kv.has_value()) {
     // The handle's rows: each sequence's first k draft rows, in order.
     const int64_t rb = config_.row_bytes;

@@ -35,14 +35,26 @@ struct AnswerCheck {
   int64_t accepted_tokens = 0;  // sum of k as the server reported it
 };
 
+class RegionTransport;
+
 class LoadWorkload {
  public:
   virtual ~LoadWorkload() = default;
 
   // Requests are drawn from a fixed pool; request number i uses slot
   // i % pool_size(). The returned message lives as long as the workload.
-  virtual int64_t pool_size() const = 0;
-  virtual const v1::VerifyRequest& Request(int64_t i) const = 0;
+  int64_t pool_size() const { return static_cast<int64_t>(requests_.size()); }
+  const v1::VerifyRequest& Request(int64_t i) const {
+    return requests_[static_cast<size_t>(i % pool_size())];
+  }
+
+  // --transport=shm|cuda: bytes a region needs to hold every pool request's
+  // tensors (and, with `return_into_region`, their output rows).
+  int64_t RegionBytesNeeded(bool return_into_region) const;
+  // Moves every pool request's tensors into `region` (which must outlive the
+  // workload's checks); with `return_into_region` each request gets its own
+  // output rows there and answers are checked from them.
+  absl::Status UseRegion(RegionTransport* region, bool return_into_region);
 
   // Checks the answer to request number i. `fetched_kv`, when given, are the
   // bytes read back through FetchKv for the answer's handle.
@@ -51,6 +63,19 @@ class LoadWorkload {
 
   // Whether answers to request i carry a KV handle worth fetching/releasing.
   virtual bool ReturnsKvHandle() const = 0;
+
+ protected:
+  // A KV_RETURN_REGION answer as the INLINE answer it stands for: its packed
+  // rows read from the region into kv_inline, so one oracle checks both.
+  absl::StatusOr<v1::VerifyResponse> RegionRowsInline(int64_t i,
+                                                      const v1::VerifyResponse& response) const;
+  bool returns_into_region() const { return region_ != nullptr && return_into_region_; }
+
+  std::vector<v1::VerifyRequest> requests_;
+
+ private:
+  RegionTransport* region_ = nullptr;
+  bool return_into_region_ = false;
 };
 
 // Greedy verification drafts from GenerateGreedyWorkload, checked with the
@@ -59,10 +84,6 @@ class GreedyLoadWorkload final : public LoadWorkload {
  public:
   static absl::StatusOr<std::unique_ptr<GreedyLoadWorkload>> Create(const WorkloadConfig& config);
 
-  int64_t pool_size() const override { return static_cast<int64_t>(requests_.size()); }
-  const v1::VerifyRequest& Request(int64_t i) const override {
-    return requests_[static_cast<size_t>(i % pool_size())];
-  }
   AnswerCheck Check(int64_t i, const v1::VerifyResponse& response,
                     std::optional<std::span<const std::byte>> fetched_kv) const override;
   bool ReturnsKvHandle() const override;
@@ -75,7 +96,6 @@ class GreedyLoadWorkload final : public LoadWorkload {
 
   WorkloadConfig config_;
   GreedyWorkload workload_;
-  std::vector<v1::VerifyRequest> requests_;
 };
 
 // Sampled verification drafts from GenerateSamplingWorkload (--mode=sampled),
@@ -86,10 +106,6 @@ class SampledLoadWorkload final : public LoadWorkload {
  public:
   static absl::StatusOr<std::unique_ptr<SampledLoadWorkload>> Create(const WorkloadConfig& config);
 
-  int64_t pool_size() const override { return static_cast<int64_t>(requests_.size()); }
-  const v1::VerifyRequest& Request(int64_t i) const override {
-    return requests_[static_cast<size_t>(i % pool_size())];
-  }
   AnswerCheck Check(int64_t i, const v1::VerifyResponse& response,
                     std::optional<std::span<const std::byte>> fetched_kv) const override;
   bool ReturnsKvHandle() const override;
@@ -102,7 +118,6 @@ class SampledLoadWorkload final : public LoadWorkload {
   SamplingWorkload workload_;
   client::SampledRequestSettings settings_;
   RejectionHostOutputs expected_{0, 0};
-  std::vector<v1::VerifyRequest> requests_;
 };
 
 // The workload --mode asks for.

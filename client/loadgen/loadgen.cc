@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/loadgen/load_workload.h"
+#include "client/loadgen/region_transport.h"
 #include "client/loadgen/metrics_scrape.h"
 #include "client/loadgen/step_runner.h"
 #include "client/loadgen/target.h"
@@ -138,6 +139,39 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
   absl::StatusOr<std::unique_ptr<LoadWorkload>> workload = CreateLoadWorkload(config.workload);
   if (!workload.ok()) return workload.status();
 
+  // --transport=shm|cuda: the loadgen plays the co-located worker. Declared
+  // after the workload, destroyed before it; registered with every server.
+  std::unique_ptr<RegionTransport> region;
+  std::vector<Target*> targets = {server->get()};
+  if (ceiling != nullptr) targets.push_back(ceiling.get());
+  for (const auto& c : compare) targets.push_back(c.get());
+  if (config.workload.transport != Transport::kInline) {
+    const bool return_into_region = config.workload.kv_return == KvReturnMode::kRegion;
+    absl::StatusOr<std::unique_ptr<RegionTransport>> made = RegionTransport::Create(
+        config.workload.transport, (*workload)->RegionBytesNeeded(return_into_region),
+        config.workload.cuda_device);
+    if (!made.ok()) return made.status();
+    region = *std::move(made);
+    if (absl::Status s = (*workload)->UseRegion(region.get(), return_into_region); !s.ok()) {
+      return s;
+    }
+    for (Target* t : targets) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+      v1::RegisterRegionResponse response;
+      const grpc::Status s = t->stub(0)->RegisterRegion(&context, region->Registration(), &response);
+      if (!s.ok()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "registering the loadgen's ", TransportName(config.workload.transport), " region with ",
+            t->address(), ": ", s.error_message()));
+      }
+    }
+  }
+  for (int64_t i = 0; i < (*workload)->pool_size(); ++i) {
+    report.request_wire_bytes += static_cast<int64_t>((*workload)->Request(i).ByteSizeLong());
+  }
+  report.request_wire_bytes /= std::max<int64_t>(1, (*workload)->pool_size());
+
   StepOptions options;
   options.duration_s = config.duration_s;
   options.requests = config.requests;
@@ -201,6 +235,16 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
       pair.compare.back().backend = report.compare[i].second.backend;
     }
     report.steps.push_back(std::move(pair));
+  }
+  if (region != nullptr) {
+    for (Target* t : targets) {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+      v1::UnregisterRegionRequest request;
+      request.set_name(RegionTransport::kRegionName);
+      v1::UnregisterRegionResponse response;
+      (void)t->stub(0)->UnregisterRegion(&context, request, &response);  // best effort
+    }
   }
   return report;
 }

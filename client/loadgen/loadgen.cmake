@@ -8,6 +8,7 @@ add_library(specverify_loadgen_core
   ${SPECVERIFY_LOADGEN_DIR}/load_workload.cc
   ${SPECVERIFY_LOADGEN_DIR}/loadgen.cc
   ${SPECVERIFY_LOADGEN_DIR}/metrics_scrape.cc
+  ${SPECVERIFY_LOADGEN_DIR}/region_transport.cc
   ${SPECVERIFY_LOADGEN_DIR}/report.cc
   ${SPECVERIFY_LOADGEN_DIR}/schedule.cc
   ${SPECVERIFY_LOADGEN_DIR}/step_runner.cc
@@ -18,6 +19,11 @@ target_link_libraries(specverify_loadgen_core
   PUBLIC specverify_client specverify_proto specverify_workload specverify_sampling_workload gRPC::grpc++
          absl::status absl::statusor absl::strings absl::str_format
   PRIVATE Threads::Threads)
+
+if(TARGET specverify_client_cuda)
+  target_link_libraries(specverify_loadgen_core PUBLIC specverify_client_cuda)
+  target_compile_definitions(specverify_loadgen_core PRIVATE SPECVERIFY_LOADGEN_CUDA=1)
+endif()
 
 add_executable(specverify-loadgen ${SPECVERIFY_LOADGEN_DIR}/main.cc)
 target_link_libraries(specverify-loadgen PRIVATE specverify_loadgen_core

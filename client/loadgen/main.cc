@@ -59,7 +59,13 @@ ABSL_FLAG(int64_t, row_bytes, 512, "KV bytes per draft position (0: no KV rows)"
 ABSL_FLAG(int32_t, vocab, 32000, "Vocabulary size of the synthetic tokens");
 ABSL_FLAG(uint64_t, seed, 1, "Workload, Poisson schedule and fetch-sample seed");
 ABSL_FLAG(int32_t, pool_requests, 1024, "Distinct requests generated and cycled through");
-ABSL_FLAG(std::string, kv_return, "handle", "How KV rows come back: handle, inline or none");
+ABSL_FLAG(std::string, kv_return, "handle",
+          "How KV rows come back: handle, inline, none, or region (into the loadgen's region; "
+          "needs --transport=shm|cuda)");
+ABSL_FLAG(std::string, transport, "inline",
+          "Where payload travels: inline (in the messages), shm (a POSIX shared-memory region the "
+          "loadgen registers) or cuda (CUDA memory exported by IPC; a CUDA build and a GPU)");
+ABSL_FLAG(int32_t, cuda_device, 0, "--transport=cuda: the GPU of the loadgen's region");
 ABSL_FLAG(bool, fetch_kv, false, "Fetch (and release) every answer's KV rows and check them");
 ABSL_FLAG(bool, release_kv, true,
           "Release KV handles that are not fetched; false leaves them to expire by TTL "
@@ -193,6 +199,10 @@ int main(int argc, char** argv) {
   auto kv_return = lg::ParseKvReturnMode(absl::GetFlag(FLAGS_kv_return));
   if (!kv_return.ok()) return Fail(kv_return.status());
   config.workload.kv_return = *kv_return;
+  auto transport = lg::ParseTransport(absl::GetFlag(FLAGS_transport));
+  if (!transport.ok()) return Fail(transport.status());
+  config.workload.transport = *transport;
+  config.workload.cuda_device = absl::GetFlag(FLAGS_cuda_device);
   config.workload.release_kv = absl::GetFlag(FLAGS_release_kv);
   config.workload.fetch_kv_fraction =
       absl::GetFlag(FLAGS_fetch_kv) ? 1.0 : absl::GetFlag(FLAGS_fetch_kv_fraction);

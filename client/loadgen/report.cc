@@ -261,7 +261,9 @@ std::string FormatTable(const RunReport& report) {
                   " alpha=", w.alpha, " seqs/request=", w.sequences_per_request,
                   " row_bytes=", w.row_bytes, " vocab=", w.vocab_size, " seed=", w.seed,
                   " kv_return=", KvReturnModeName(w.kv_return),
-                  w.fetch_kv_fraction > 0 ? absl::StrCat(" fetch_kv=", w.fetch_kv_fraction) : "", "\n");
+                  " transport=", TransportName(w.transport),
+                  w.fetch_kv_fraction > 0 ? absl::StrCat(" fetch_kv=", w.fetch_kv_fraction) : "",
+                  " request_wire_bytes=", report.request_wire_bytes, "\n");
   absl::StrAppend(&out, "load: ", LoopModeName(c.mode), " loop, rpc=", RpcKindName(c.rpc),
                   ", channels=", c.channels, ", per step ",
                   c.requests > 0 ? absl::StrCat(c.requests, " requests") : absl::StrCat(c.duration_s, " s"),
@@ -411,7 +413,9 @@ std::string FormatJson(const RunReport& report) {
                   ",\"sequences_per_request\":", w.sequences_per_request, ",\"row_bytes\":", w.row_bytes,
                   ",\"vocab_size\":", w.vocab_size, ",\"seed\":", w.seed,
                   ",\"kv_return\":\"", KvReturnModeName(w.kv_return),
-                  "\",\"fetch_kv_fraction\":", Num(w.fetch_kv_fraction), "}");
+                  "\",\"transport\":\"", TransportName(w.transport),
+                  "\",\"request_wire_bytes\":", report.request_wire_bytes,
+                  ",\"fetch_kv_fraction\":", Num(w.fetch_kv_fraction), "}");
   absl::StrAppend(&out, ",\"load\":{\"mode\":\"", LoopModeName(c.mode), "\",\"rpc\":\"",
                   RpcKindName(c.rpc), "\",\"channels\":", c.channels, ",\"duration_s\":",
                   Num(c.duration_s), ",\"requests\":", c.requests, ",\"warmup_s\":", Num(c.warmup_s), "}");

@@ -22,6 +22,9 @@ struct ServerDescription {
 
 struct RunReport {
   LoadgenConfig config;
+  // Mean serialized VerifyRequest of the pool: the payload on the wire per
+  // request (tensors in regions travel as references).
+  int64_t request_wire_bytes = 0;
   ServerDescription server;
   bool has_ceiling = false;
   ServerDescription ceiling;

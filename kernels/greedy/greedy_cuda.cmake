@@ -11,6 +11,7 @@ if(SPECVERIFY_HAVE_CUDA)
   add_library(specverify_kernels_greedy_cuda
     ${CMAKE_CURRENT_LIST_DIR}/greedy_cuda.cu
     ${CMAKE_CURRENT_LIST_DIR}/greedy_dispatch.cc
+    ${CMAKE_CURRENT_LIST_DIR}/../layout/row_copy.cu
   )
   target_include_directories(specverify_kernels_greedy_cuda PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(specverify_kernels_greedy_cuda

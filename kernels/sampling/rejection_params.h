@@ -26,6 +26,8 @@
 
 #include <cstdint>
 
+#include "kernels/sampling/det_math.h"  // SV_HD
+
 namespace specverify {
 
 // Element type of target_values / draft_values (both share it).
@@ -103,7 +105,15 @@ struct RejectionBatchInput {
   const void* target_values = nullptr;                 // [(offsets[b] + b) * V] of dtype, read-only
   const void* draft_values = nullptr;                  // [offsets[b] * V] of dtype, or null
   const SequenceSamplingParams* sequences = nullptr;   // [b], read-only
+  // Optional row tables (the zero-copy data plane: rows read where the
+  // worker's registered region holds them, docs/DATA_PLANE.md). When set,
+  // row r of the target (draft) rows is target_rows[r] (draft_rows[r]) and
+  // target_values (draft_values) is not read. Same row numbering as above.
+  // Every row address must be aligned to 16 bytes (the kernels' vector loads).
+  const void* const* target_rows = nullptr;            // [offsets[b] + b], read-only
+  const void* const* draft_rows = nullptr;             // [offsets[b]] when has_draft_probs, or null
 };
+
 
 struct RejectionBatchOutput {
   int32_t* accepted_lengths = nullptr;  // [b] k_i (0 on error): feeds the greedy pack
@@ -141,6 +151,15 @@ struct RejectionSampleParams {
 
 // Bytes per element of a dtype.
 inline constexpr int64_t SampleDtypeBytes(SampleDtype d) { return d == SampleDtype::kFloat32 ? 4 : 2; }
+
+// Address of target row `row` (draft row for is_draft): through the row table
+// when the batch has one, else inside the contiguous values.
+SV_HD const void* SampledRowAddress(const RejectionBatchInput& in, bool is_draft, int64_t row) {
+  const void* const* table = is_draft ? in.draft_rows : in.target_rows;
+  if (table != nullptr) return table[row];
+  const void* base = is_draft ? in.draft_values : in.target_values;
+  return static_cast<const char*>(base) + row * in.vocab_size * SampleDtypeBytes(in.dtype);
+}
 
 }  // namespace specverify
 

@@ -25,10 +25,10 @@ struct SequenceView {
   const SequenceSamplingParams& seq;
 
   float Target(int32_t j, int32_t x) const {
-    return rejection::LoadValue(in.target_values, in.dtype, (target_row0 + j) * in.vocab_size + x);
+    return rejection::LoadValue(SampledRowAddress(in, false, target_row0 + j), in.dtype, x);
   }
   float Draft(int32_t j, int32_t x) const {
-    return rejection::LoadValue(in.draft_values, in.dtype, (draft_row0 + j) * in.vocab_size + x);
+    return rejection::LoadValue(SampledRowAddress(in, true, draft_row0 + j), in.dtype, x);
   }
 };
 

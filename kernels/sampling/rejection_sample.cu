@@ -139,10 +139,6 @@ __device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, b
   for (int i = 0; i < 4; ++i) out[i] = x + i < end ? LoadOne<D>(row, x + i) : 0.0f;
 }
 
-__device__ __forceinline__ const void* RowPointer(const void* base, SampleDtype d, int64_t row, int32_t vocab) {
-  return static_cast<const char*>(base) + row * vocab * SampleDtypeBytes(d);
-}
-
 // Largest i in [0, b) with key(i) <= r, key(i) = offsets[i] + i * extra.
 __device__ int32_t SequenceOfRow(const int32_t* offsets, int32_t b, int64_t r, int32_t extra) {
   int32_t lo = 0, hi = b - 1;
@@ -287,7 +283,7 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
   const SequenceSamplingParams s = in.sequences[seq];
   const bool greedy = !(s.temperature > 0.0f);
   const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(s.temperature);
-  const void* row_ptr = RowPointer(is_draft ? in.draft_values : in.target_values, in.dtype, row, in.vocab_size);
+  const void* row_ptr = SampledRowAddress(in, is_draft, row);
   const bool vector_ok = in.vocab_size % 4 == 0;
   const int32_t begin = c * rejection::kNormalizerChunk;
   const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
@@ -410,7 +406,7 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
   DeviceRowNorm norm = a.scratch.norms[row];
   if (norm.flags != 0) return;
   const float inv_t = rejection::InverseTemperature(s.temperature);
-  const void* row_ptr = RowPointer(in.target_values, in.dtype, row, in.vocab_size);
+  const void* row_ptr = SampledRowAddress(in, false, row);
   const int32_t v = in.vocab_size;
   const int t = threadIdx.x;
 
@@ -600,8 +596,8 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
     float tv = 0.0f, dv = 1.0f;
     DeviceRowNorm tn{}, dn{};
     if (read_values) {
-      tv = LoadOne<D>(RowPointer(in.target_values, in.dtype, target_row0 + pos, in.vocab_size), x);
-      if (in.has_draft_probs) dv = LoadOne<D>(RowPointer(in.draft_values, in.dtype, first + pos, in.vocab_size), x);
+      tv = LoadOne<D>(SampledRowAddress(in, false, target_row0 + pos), x);
+      if (in.has_draft_probs) dv = LoadOne<D>(SampledRowAddress(in, true, first + pos), x);
     }
     if (read_norms && pos <= gamma) {
       tn = norms[target_row0 + pos];
@@ -1034,9 +1030,8 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
     const int64_t element = int64_t{4} * q_begin;
     for (int32_t j = threadIdx.x % 32; j <= gamma; j += 32) {
       if (draft_side && (j >= gamma || !in.has_draft_probs)) continue;
-      const void* row = draft_side ? RowPointer(in.draft_values, in.dtype, first + j, in.vocab_size)
-                                   : RowPointer(in.target_values, in.dtype, static_cast<int64_t>(first) + i + j,
-                                                in.vocab_size);
+      const void* row = draft_side ? SampledRowAddress(in, true, first + j)
+                                   : SampledRowAddress(in, false, static_cast<int64_t>(first) + i + j);
       const char* address = static_cast<const char*>(row) + element * SampleDtypeBytes(in.dtype);
       asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
     }
@@ -1066,8 +1061,8 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   const int64_t target_row = static_cast<int64_t>(first) + i + k;
   const float inv_t = Traits::kKind == SampleValueKind::kLogits ? rejection::InverseTemperature(s.temperature) : 0.0f;
   RowShare share;
-  share.target_row = RowPointer(in.target_values, in.dtype, target_row, in.vocab_size);
-  share.draft_row = use_draft_row ? RowPointer(in.draft_values, in.dtype, first + k, in.vocab_size) : nullptr;
+  share.target_row = SampledRowAddress(in, false, target_row);
+  share.draft_row = use_draft_row ? SampledRowAddress(in, true, first + k) : nullptr;
   share.target_probability = RowProbability{Traits::kKind, Traits::kMethod, inv_t, RowNormalizer{}, in.sigmoid_alpha,
                                             detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
   share.draft_probability = share.target_probability;

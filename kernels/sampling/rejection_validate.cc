@@ -29,11 +29,13 @@ absl::Status ValidateRejectionBatch(const RejectionSampleParams& params, const R
                                                      in.sigmoid_beta, ")"));
     }
   }
-  if (in.draft_offsets == nullptr || in.sequences == nullptr || in.target_values == nullptr) {
-    return absl::InvalidArgumentError("draft_offsets, sequences and target_values must be set");
+  if (in.draft_offsets == nullptr || in.sequences == nullptr ||
+      (in.target_values == nullptr && in.target_rows == nullptr)) {
+    return absl::InvalidArgumentError(
+        "draft_offsets, sequences and target_values (or target_rows) must be set");
   }
-  if (in.has_draft_probs != (in.draft_values != nullptr)) {
-    return absl::InvalidArgumentError("draft_values must be set iff has_draft_probs");
+  if (in.has_draft_probs != (in.draft_values != nullptr || in.draft_rows != nullptr)) {
+    return absl::InvalidArgumentError("draft_values (or draft_rows) must be set iff has_draft_probs");
   }
   if (out.accepted_lengths == nullptr || out.next_tokens == nullptr || out.mismatch == nullptr ||
       out.status_codes == nullptr || out.error_positions == nullptr) {

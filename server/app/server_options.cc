@@ -101,6 +101,11 @@ const std::map<std::string, Flag>& Flags() {
        IntFlag(&ServerOptions::max_stream_buffered_answers,
                "answers one VerifyStream may owe (in flight + unwritten) before the server "
                "stops reading it until one is written, [1, 65536]")},
+      {"max_regions", IntFlag(&ServerOptions::max_regions,
+                              "registered data-plane regions, all clients together, [0, 65536]")},
+      {"max_region_bytes",
+       IntFlag(&ServerOptions::max_region_bytes,
+               "bytes of all registered regions together (mapped, not allocated), >= 0")},
       {"device", StringFlag(&ServerOptions::device, "auto | cpu | cuda:N | noop")},
       {"tls_cert_file", StringFlag(&ServerOptions::tls_cert_file,
                                    "PEM certificate chain: serve gRPC over TLS (with --tls_key_file)")},
@@ -223,6 +228,12 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.max_stream_buffered_answers < 1 || o.max_stream_buffered_answers > 65536) {
     return Bad("max_stream_buffered_answers",
                absl::StrCat("is ", o.max_stream_buffered_answers, "; must lie in [1, 65536]"));
+  }
+  if (o.max_regions < 0 || o.max_regions > 65536) {
+    return Bad("max_regions", absl::StrCat("is ", o.max_regions, "; must lie in [0, 65536]"));
+  }
+  if (o.max_region_bytes < 0) {
+    return Bad("max_region_bytes", absl::StrCat("is ", o.max_region_bytes, "; must be >= 0"));
   }
   if (absl::StatusOr<DeviceSpec> d = ParseDeviceSpec(o.device); !d.ok()) {
     return Bad("device", absl::StrCat("is \"", o.device, "\"; ", d.status().message()));

@@ -33,6 +33,9 @@ struct ServerOptions {
   // reading that stream until one has been written; bounds the memory a
   // client that does not read its answers can hold. [1, 65536].
   int32_t max_stream_buffered_answers = 64;
+  // Data plane (docs/DATA_PLANE.md): registered regions, all clients together.
+  int32_t max_regions = 64;
+  int64_t max_region_bytes = int64_t{1} << 40;
   std::string device = "auto";
   // Prometheus exporter address; empty disables it.
   std::string metrics_address = "0.0.0.0:9401";

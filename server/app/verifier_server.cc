@@ -103,6 +103,15 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   if (!arena.ok()) return arena.status();
   server->arena_ = *std::move(arena);
 
+  RegionLimits region_limits;
+  region_limits.max_regions = options.max_regions;
+  region_limits.max_region_bytes = options.max_region_bytes;
+  Backend* const mapper_backend = server->backend_.get();
+  server->regions_ = std::make_unique<RegionRegistry>(
+      region_limits,
+      [mapper_backend](const RegionSpec& spec) { return mapper_backend->MapRegion(spec); },
+      metrics);
+
   BatcherOptions batcher_options;
   batcher_options.max_batch_sequences = options.max_batch_sequences;
   batcher_options.max_batch_bytes = options.max_batch_bytes;
@@ -138,6 +147,9 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   limits->set_kv_handle_ttl_ms(options.kv_handle_ttl_ms);
   limits->set_max_message_bytes(options.max_message_bytes);
   limits->set_preferred_batch_sequences(options.preferred_batch_sequences);
+  limits->set_max_regions(options.max_regions);
+  limits->set_max_region_bytes(options.max_region_bytes);
+  for (const std::string& kind : description.region_kinds) info.add_region_kinds(kind);
   info.set_dispatch_threshold_bytes(description.dispatch_threshold_bytes);
   info.set_dispatch_threshold_source(description.dispatch_threshold_source);
   info.add_modes("greedy");
@@ -156,6 +168,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   service_options.info = info;
   service_options.batcher = server->batcher_.get();
   service_options.arena = server->arena_.get();
+  service_options.regions = server->regions_.get();
   service_options.metrics = metrics;
   service_options.mutual_tls = !options.tls_client_ca_file.empty();
   server->service_ = std::make_unique<VerifierService>(service_options);

@@ -20,6 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "server/app/server_options.h"
 #include "server/arena/kv_arena.h"
+#include "server/regions/region_registry.h"
 #include "server/backend/backend.h"
 #include "server/batcher/batcher.h"
 #include "server/metrics/server_metrics.h"
@@ -72,6 +73,9 @@ class VerifierServer {
   std::unique_ptr<Backend> backend_;
   std::string backend_reason_;
   std::unique_ptr<KvArena> arena_;
+  // After the backend (its mappings close while it is alive), before the
+  // batcher (queued requests hold uses of it).
+  std::unique_ptr<RegionRegistry> regions_;
   std::unique_ptr<Batcher> batcher_;
   std::unique_ptr<VerifierService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;

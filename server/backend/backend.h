@@ -17,6 +17,9 @@
 //  * The batcher keeps at most max_batches_in_flight() batches submitted and
 //    not yet completed, so a device backend can stage batch N+1 while batch
 //    N runs (>= 2 for CUDA).
+//  * A batch whose key uses regions has RegionTables (batch.h): the backend
+//    gathers kv_sources into the draft_kv section before verifying, and
+//    writes every delivery's packed rows into its destination before `done`.
 //  * A device fault is sticky: once health() is not OK the backend fails every
 //    later batch with that status and the server stops serving.
 //
@@ -29,12 +32,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "server/arena/arena_memory.h"
 #include "server/backend/batch.h"
 #include "server/backend/staging.h"
+#include "server/regions/region.h"
 
 namespace specverify::server {
 
@@ -49,6 +54,8 @@ struct BackendDescription {
   // arena space and serves handles and inline rows from it). True for every
   // backend here; the no-op backend "packs" all gamma rows of each sequence.
   bool packs = true;
+  // Region kinds MapRegion accepts ("system", "cuda"): ServerInfo.region_kinds.
+  std::vector<std::string> region_kinds;
 };
 
 using BatchDone = std::function<void(std::unique_ptr<Batch> batch, absl::Status status)>;
@@ -70,6 +77,11 @@ class Backend {
   // REQUIRES: batch->inputs hold a batch that passed validation; the packed_kv
   // range is reserved for this batch alone.
   virtual void Submit(std::unique_ptr<Batch> batch, BatchDone done) = 0;
+  // Maps a registered region (docs/DATA_PLANE.md) into this backend's address
+  // space: what its kernels read inputs from and write region returns to.
+  // FAILED_PRECONDITION for a kind it cannot map; INVALID_ARGUMENT (naming
+  // the field) for memory it cannot use, e.g. a CUDA region of another device.
+  virtual absl::StatusOr<std::unique_ptr<RegionMapping>> MapRegion(const RegionSpec& spec) = 0;
   // OK, or the sticky error that took the device out of service.
   virtual absl::Status health() const = 0;
   // Completes every submitted batch, then stops the backend's threads. Later

@@ -15,6 +15,7 @@
 #include "absl/hash/hash.h"
 #include "absl/time/time.h"
 #include "kernels/layout/ragged_batch.h"
+#include "kernels/layout/row_copy.h"
 #include "kernels/sampling/rejection_params.h"
 #include "server/backend/staging.h"
 #include "server/metrics/server_metrics.h"
@@ -39,13 +40,19 @@ struct BatchKey {
   bool validate_full_rows = false;
   float sigmoid_alpha = 0;  // SIGMOID_APPROXIMATION only, else 0
   float sigmoid_beta = 0;
+  // Data plane: the KV rows (distribution rows) of every request of the batch
+  // are in registered regions. A batch is all-inline or all-region for each,
+  // so its staging layout has one form (server/backend/staging.h).
+  bool kv_in_regions = false;
+  bool values_in_regions = false;
 
   friend bool operator==(const BatchKey&, const BatchKey&) = default;
   template <typename H>
   friend H AbslHashValue(H h, const BatchKey& k) {
     return H::combine(std::move(h), k.mode, k.kv_dtype, k.row_bytes, k.vocab_size,
                       k.value_dtype, k.value_kind, k.method, k.has_draft_probs,
-                      k.validate_full_rows, k.sigmoid_alpha, k.sigmoid_beta);
+                      k.validate_full_rows, k.sigmoid_alpha, k.sigmoid_beta, k.kv_in_regions,
+                      k.values_in_regions);
   }
 };
 
@@ -120,6 +127,16 @@ struct SampledHostResults {
   std::vector<int32_t> error_positions;
 };
 
+// The data plane's tables of a batch that uses regions (staging.h), in its
+// staging; the addresses in them are the backend's (device addresses for
+// CUDA). Empty spans when the batch has none.
+struct RegionTables {
+  std::span<const std::byte*> kv_sources;   // [b] each sequence's KV rows in its region
+  std::span<PackedDelivery> deliveries;     // [d] KV_RETURN_REGION outputs
+  std::span<const void*> target_rows;       // [rows + b] distribution rows read in place
+  std::span<const void*> draft_rows;        // [rows]
+};
+
 struct Batch;
 
 // The host view of a sampled batch for the rejection-sampling kernels, outputs
@@ -132,6 +149,9 @@ struct Batch {
   BatchKey key;
   GreedyHostInputs inputs;
   SampledHostInputs sampled;  // empty for greedy
+  RegionTables regions;       // empty unless the batch's key uses regions
+  // What was staged (StagingShapeOf): backends lay their copies out from it.
+  StagingShape shape;
   // The backend memory `inputs` and `sampled` view (Backend::AcquireStaging);
   // released with the batch, after the batcher has read its results.
   std::unique_ptr<StagingLease> staging;
@@ -187,6 +207,12 @@ inline RejectionSampleParams SampledHostParams(Batch& batch) {
   in.draft_tokens = batch.inputs.draft_tokens.data();
   in.target_values = batch.sampled.target_values.data();
   in.draft_values = key.has_draft_probs ? batch.sampled.draft_values.data() : nullptr;
+  if (key.values_in_regions) {
+    in.target_values = nullptr;
+    in.draft_values = nullptr;
+    in.target_rows = batch.regions.target_rows.data();
+    in.draft_rows = key.has_draft_probs ? batch.regions.draft_rows.data() : nullptr;
+  }
   in.sequences = batch.sampled.sequences.data();
   RejectionBatchOutput& out = p.output;
   out.accepted_lengths = batch.results.accepted_lengths.data();

@@ -13,6 +13,8 @@
 #include "kernels/greedy/greedy_reference.h"
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/sampling/rejection_validate.h"
+#include "server/backend/host_region_copies.h"
+#include "server/regions/host_region.h"
 
 namespace specverify::server {
 
@@ -53,6 +55,7 @@ BackendDescription CpuBackend::Describe() const {
   BackendDescription d;
   d.name = "cpu";
   d.device_name = CpuModelName();
+  d.region_kinds = {"system"};
   return d;
 }
 
@@ -62,6 +65,10 @@ absl::StatusOr<std::unique_ptr<ArenaMemory>> CpuBackend::AllocateArenaMemory(
       HostArenaMemory::Create(bytes);
   if (!memory.ok()) return memory.status();
   return std::unique_ptr<ArenaMemory>(*std::move(memory));
+}
+
+absl::StatusOr<std::unique_ptr<RegionMapping>> CpuBackend::MapRegion(const RegionSpec& spec) {
+  return MapHostRegion(spec, "cpu");
 }
 
 void CpuBackend::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
@@ -117,6 +124,7 @@ absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   RejectionSampleParams sample = SampledHostParams(batch);
   // The edge validated every request; this guards the reference's contract.
   SV_RETURN_IF_ERROR(ValidateRejectionBatch(sample));
+  GatherRegionRowsOnHost(batch);
   // Sequences are independent: split them when the rows read are many.
   const int64_t work = batch.inputs.total_draft_rows() +
                        int64_t{b} * batch.key.vocab_size / 16 +
@@ -127,6 +135,7 @@ absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   // The greedy pack phases on the sampled lengths (a refused sequence has
   // k = 0 and packs nothing).
   PackAcceptedRows(GreedyParamsOf(batch), work);
+  DeliverPackedRowsOnHost(batch);
   batch.path = ExecutionPathLabel::kSampling;
   batch.verified = true;
   batch.packed_kv_host = batch.packed_kv;  // the arena is host memory
@@ -140,6 +149,7 @@ absl::Status CpuBackend::Execute(Batch& batch) {
   const absl::Time start = absl::Now();
   const int32_t b = batch.inputs.num_sequences();
   batch.results.Resize(b);
+  GatherRegionRowsOnHost(batch);
   const GreedyVerifyParams params = GreedyParamsOf(batch);
   const int64_t work = batch.inputs.total_draft_rows() +
                        batch.inputs.total_draft_rows() * batch.inputs.row_bytes / 64;
@@ -147,6 +157,7 @@ absl::Status CpuBackend::Execute(Batch& batch) {
     ReferenceGreedyVerifyRange(params, begin, end);
   });
   PackAcceptedRows(params, work);
+  DeliverPackedRowsOnHost(batch);
   batch.path = ExecutionPathLabel::kCpu;
   batch.verified = true;
   batch.packed_kv_host = batch.packed_kv;  // the arena is host memory

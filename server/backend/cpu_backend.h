@@ -41,6 +41,7 @@ class CpuBackend final : public Backend {
     return staging_.Acquire(shape, batch);
   }
   void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
+  absl::StatusOr<std::unique_ptr<RegionMapping>> MapRegion(const RegionSpec& spec) override;
   absl::Status health() const override { return absl::OkStatus(); }
   void Shutdown() override;
 

@@ -3,6 +3,8 @@
 #include <cstring>
 
 #include "absl/time/clock.h"
+#include "server/backend/host_region_copies.h"
+#include "server/regions/host_region.h"
 
 namespace specverify::server {
 
@@ -15,6 +17,7 @@ BackendDescription NoopBackend::Describe() const {
   d.name = "noop";
   d.device_name = "none (no-op transport ceiling)";
   d.verifies = false;
+  d.region_kinds = {"system", "cuda"};  // cuda: accepted, never touched
   return d;
 }
 
@@ -24,6 +27,30 @@ absl::StatusOr<std::unique_ptr<ArenaMemory>> NoopBackend::AllocateArenaMemory(
       HostArenaMemory::Create(bytes);
   if (!memory.ok()) return memory.status();
   return std::unique_ptr<ArenaMemory>(*std::move(memory));
+}
+
+namespace {
+
+// The transport ceiling accepts CUDA regions so that co-located workers can
+// measure against it, but maps nothing: it reads no input and writes no
+// packed row into them (its answers are unverified anyway).
+class UnmappedCudaRegion final : public RegionMapping {
+ public:
+  explicit UnmappedCudaRegion(int32_t device) : device_(device) {}
+  std::byte* address() const override { return nullptr; }
+  int32_t device_ordinal() const override { return device_; }
+
+ private:
+  int32_t device_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RegionMapping>> NoopBackend::MapRegion(const RegionSpec& spec) {
+  if (spec.kind == RegionKind::kCuda) {
+    return std::unique_ptr<RegionMapping>(new UnmappedCudaRegion(spec.device_ordinal));
+  }
+  return MapHostRegion(spec, "noop");
 }
 
 void NoopBackend::Submit(std::unique_ptr<Batch> batch, BatchDone done) {
@@ -50,6 +77,7 @@ absl::Status NoopBackend::Execute(Batch& batch) {
     rows += gamma;
   }
   batch.results.packed_row_offsets[b] = rows;
+  GatherRegionRowsOnHost(batch);
   // k = gamma for every sequence, so the packed rows are the staged draft
   // rows as they lie: one copy into the arena, and handles, FetchKv and
   // inline answers carry as many bytes as a real server's largest answer.
@@ -57,6 +85,7 @@ absl::Status NoopBackend::Execute(Batch& batch) {
     std::memcpy(batch.packed_kv, in.draft_kv.data(), in.draft_kv.size());
     batch.packed_kv_host = batch.packed_kv;
   }
+  DeliverPackedRowsOnHost(batch);
   batch.path = ExecutionPathLabel::kNoop;
   batch.verified = false;
   batch.exact = IsExactMethod(batch.key.method);

@@ -13,11 +13,19 @@ StagingLayout LayoutStaging(const StagingShape& s) {
   l.offsets = 0;
   l.draft_tokens = StagingAlignUp(4 * (b + 1));
   l.target_tokens = l.draft_tokens + StagingAlignUp(4 * rows);
-  l.draft_kv = l.target_tokens + StagingAlignUp(4 * (rows + b));
+  constexpr int64_t kPointer = sizeof(void*);
+  l.kv_sources = l.target_tokens + StagingAlignUp(4 * (rows + b));
+  l.deliveries = l.kv_sources + (s.kv_from_regions ? StagingAlignUp(kPointer * b) : 0);
+  l.draft_kv = l.deliveries + StagingAlignUp(int64_t{sizeof(PackedDelivery)} * s.deliveries);
   l.inputs_total = l.draft_kv + s.kv_bytes;
+  l.inputs_host_filled = s.kv_from_regions ? l.draft_kv : l.inputs_total;
   if (s.sampled) {
     l.sequences = 0;
-    l.target_values = StagingAlignUp(int64_t{sizeof(SequenceSamplingParams)} * b);
+    l.target_rows = StagingAlignUp(int64_t{sizeof(SequenceSamplingParams)} * b);
+    l.draft_rows =
+        l.target_rows + (s.values_from_regions ? StagingAlignUp(kPointer * (rows + b)) : 0);
+    l.target_values =
+        l.draft_rows + (s.draft_rows_from_regions ? StagingAlignUp(kPointer * rows) : 0);
     l.draft_values = l.target_values + StagingAlignUp(s.target_value_bytes);
     l.sampled_total = l.draft_values + s.draft_value_bytes;
   }
@@ -27,6 +35,7 @@ StagingLayout LayoutStaging(const StagingShape& s) {
 void ViewStagedBatch(const StagingShape& s, std::byte* in, std::byte* sampled_section,
                      Batch* batch) {
   const StagingLayout l = LayoutStaging(s);
+  batch->shape = s;
   const size_t b = static_cast<size_t>(s.sequences);
   const size_t rows = static_cast<size_t>(s.draft_rows);
   GreedyHostInputs& inputs = batch->inputs;
@@ -34,8 +43,22 @@ void ViewStagedBatch(const StagingShape& s, std::byte* in, std::byte* sampled_se
   inputs.draft_tokens = {reinterpret_cast<int32_t*>(in + l.draft_tokens), rows};
   inputs.target_tokens = {reinterpret_cast<int32_t*>(in + l.target_tokens), rows + b};
   inputs.draft_kv = {in + l.draft_kv, static_cast<size_t>(s.kv_bytes)};
+  RegionTables& tables = batch->regions;
+  tables = RegionTables{};
+  if (s.kv_from_regions) {
+    tables.kv_sources = {reinterpret_cast<const std::byte**>(in + l.kv_sources), b};
+  }
+  tables.deliveries = {reinterpret_cast<PackedDelivery*>(in + l.deliveries),
+                       static_cast<size_t>(s.deliveries)};
   if (s.sampled) {
     SampledHostInputs& sv = batch->sampled;
+    if (s.values_from_regions) {
+      tables.target_rows = {reinterpret_cast<const void**>(sampled_section + l.target_rows),
+                            rows + b};
+    }
+    if (s.draft_rows_from_regions) {
+      tables.draft_rows = {reinterpret_cast<const void**>(sampled_section + l.draft_rows), rows};
+    }
     sv.sequences = {reinterpret_cast<SequenceSamplingParams*>(sampled_section + l.sequences), b};
     sv.target_values = {sampled_section + l.target_values,
                         static_cast<size_t>(s.target_value_bytes)};

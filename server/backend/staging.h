@@ -13,8 +13,15 @@
 // Layout: two sections, each a run of arrays starting on 256-byte boundaries
 // (so every array is aligned for vector loads and the device copy of a
 // section is one memcpy):
-//   inputs:  draft_offsets[b+1] | draft_tokens[rows] | target_tokens[rows+b] | draft_kv
-//   sampled: sequence params[b] | target rows | draft rows   (sampled batches)
+//   inputs:  draft_offsets[b+1] | draft_tokens[rows] | target_tokens[rows+b]
+//            | kv_sources[b] | deliveries[d] | draft_kv
+//   sampled: sequence params[b] | target_rows[rows+b] | draft_rows[rows]
+//            | target values | draft values   (sampled batches)
+// The data plane's tables (docs/DATA_PLANE.md) take no bytes unless the batch
+// uses regions: kv_sources (each sequence's KV rows in a region; the backend
+// gathers them into draft_kv, so the host fills the section only up to
+// draft_kv), deliveries (KV_RETURN_REGION outputs), and the row tables of
+// distribution rows read in place (then no values are staged).
 #ifndef SPECVERIFY_SERVER_BACKEND_STAGING_H_
 #define SPECVERIFY_SERVER_BACKEND_STAGING_H_
 
@@ -39,6 +46,11 @@ struct StagingShape {
   bool sampled = false;
   int64_t target_value_bytes = 0;  // sampled: (rows + b) * V * dtype bytes
   int64_t draft_value_bytes = 0;   // sampled with draft rows: rows * V * dtype bytes
+  // Data plane.
+  bool kv_from_regions = false;     // kv_sources[b]; draft_kv is gathered by the backend
+  int32_t deliveries = 0;           // requests with KV_RETURN_REGION
+  bool values_from_regions = false; // row tables instead of staged values (sampled)
+  bool draft_rows_from_regions = false;  // ... with draft probabilities
 };
 
 inline constexpr int64_t kStagingAlign = 256;
@@ -49,8 +61,13 @@ inline int64_t StagingAlignUp(int64_t x) {
 // Byte offsets of every array inside the two sections. Monotone in the shape,
 // so the layout of the largest batch bounds every smaller one.
 struct StagingLayout {
-  int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, draft_kv = 0, inputs_total = 0;
-  int64_t sequences = 0, target_values = 0, draft_values = 0, sampled_total = 0;
+  int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, kv_sources = 0, deliveries = 0,
+          draft_kv = 0, inputs_total = 0;
+  // The part of the inputs section the batch builder writes: all of it, or
+  // up to draft_kv when the backend gathers the KV rows from regions.
+  int64_t inputs_host_filled = 0;
+  int64_t sequences = 0, target_rows = 0, draft_rows = 0, target_values = 0, draft_values = 0,
+          sampled_total = 0;
 };
 StagingLayout LayoutStaging(const StagingShape& shape);
 

@@ -23,9 +23,31 @@ int64_t SampledRowBytes(const BatchKey& key) {
   return int64_t{key.vocab_size} * SampleDtypeBytes(key.value_dtype);
 }
 
+// The data plane's per-request tables: where each sequence's KV rows are in
+// its region, and where a KV_RETURN_REGION request's packed rows go. `s` is
+// the request's first sequence in the batch; `delivery` the next free entry.
+void FillRegionTables(const PendingRequest& r, const BatchKey& key, int32_t s,
+                      RegionTables& tables, int32_t* delivery) {
+  const int32_t n = r.shape.num_sequences;
+  if (key.kv_in_regions) {
+    for (int32_t i = 0; i < n; ++i) tables.kv_sources[s + i] = r.regions.kv[i];
+  }
+  if (r.shape.kv_return == v1::KV_RETURN_REGION) {
+    PackedDelivery& d = tables.deliveries[(*delivery)++];
+    d = PackedDelivery{};
+    d.first_sequence = s;
+    d.num_sequences = n;
+    d.max_rows = static_cast<int32_t>(r.shape.total_draft_rows);
+    d.destination = r.regions.kv_output;
+  }
+}
+
 void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
-                       const BatchKey& key, GreedyHostInputs& in) {
+                       const BatchKey& key, Batch* batch) {
+  GreedyHostInputs& in = batch->inputs;
   const int64_t rb = key.row_bytes;
+  const bool copy_kv = rb > 0 && !key.kv_in_regions;
+  int32_t delivery = 0;
   in.row_bytes = rb;
   int32_t* offsets = in.draft_offsets.data();
   int32_t* draft = in.draft_tokens.data();
@@ -34,13 +56,14 @@ void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests
   offsets[0] = 0;
   int32_t s = 0;
   for (const auto& r : requests) {
+    FillRegionTables(*r, key, s, batch->regions, &delivery);
     int64_t copied = 0;
     for (const v1::SequenceDraft& seq : r->request->sequences()) {
       const int32_t gamma = seq.draft_tokens_size();
       CopyPayload(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma, &copied);
       CopyPayload(target, seq.greedy().target_tokens().data(), sizeof(int32_t) * (gamma + 1),
                   &copied);
-      if (rb > 0) {
+      if (copy_kv) {
         CopyPayload(kv, seq.draft_kv().data().data(), static_cast<size_t>(gamma * rb), &copied);
         kv += gamma * rb;
       }
@@ -64,24 +87,44 @@ void BuildSampledInputs(std::span<const std::unique_ptr<PendingRequest>> request
   std::byte* kv = in.draft_kv.data();
   std::byte* target_values = sampled.target_values.data();
   std::byte* draft_values = sampled.draft_values.data();
+  const bool copy_kv = rb > 0 && !key.kv_in_regions;
+  const int64_t value_row_bytes = SampledRowBytes(key);
+  RegionTables& tables = batch->regions;
+  int32_t delivery = 0;
   offsets[0] = 0;
   int32_t s = 0;
   for (const auto& r : requests) {
+    FillRegionTables(*r, key, s, tables, &delivery);
     int64_t copied = 0;
     int32_t index_in_request = 0;
     for (const v1::SequenceDraft& seq : r->request->sequences()) {
       const int32_t gamma = seq.draft_tokens_size();
       const v1::SampledTarget& st = seq.sampled();
       CopyPayload(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma, &copied);
-      const std::string& target_bytes = st.target().values().data();
-      CopyPayload(target_values, target_bytes.data(), target_bytes.size(), &copied);
-      target_values += target_bytes.size();
-      if (key.has_draft_probs) {
-        const std::string& draft_bytes = st.draft().values().data();
-        CopyPayload(draft_values, draft_bytes.data(), draft_bytes.size(), &copied);
-        draft_values += draft_bytes.size();
+      if (key.values_in_regions) {
+        // Read in place: row j of the sequence is the region's row j.
+        const int64_t target_row0 = int64_t{offsets[s]} + s;
+        const std::byte* t0 = r->regions.target[index_in_request];
+        for (int32_t j = 0; j <= gamma; ++j) {
+          tables.target_rows[target_row0 + j] = t0 + j * value_row_bytes;
+        }
+        if (key.has_draft_probs) {
+          const std::byte* d0 = r->regions.draft[index_in_request];
+          for (int32_t j = 0; j < gamma; ++j) {
+            tables.draft_rows[offsets[s] + j] = d0 + j * value_row_bytes;
+          }
+        }
+      } else {
+        const std::string& target_bytes = st.target().values().data();
+        CopyPayload(target_values, target_bytes.data(), target_bytes.size(), &copied);
+        target_values += target_bytes.size();
+        if (key.has_draft_probs) {
+          const std::string& draft_bytes = st.draft().values().data();
+          CopyPayload(draft_values, draft_bytes.data(), draft_bytes.size(), &copied);
+          draft_values += draft_bytes.size();
+        }
       }
-      if (rb > 0) {
+      if (copy_kv) {
         CopyPayload(kv, seq.draft_kv().data().data(), static_cast<size_t>(gamma * rb), &copied);
         kv += gamma * rb;
       }
@@ -114,11 +157,19 @@ StagingShape StagingShapeOf(std::span<const std::unique_ptr<PendingRequest>> req
     shape.draft_rows += r->shape.total_draft_rows;
   }
   shape.kv_bytes = shape.draft_rows * key.row_bytes;
+  shape.kv_from_regions = key.kv_in_regions && key.row_bytes > 0;
+  for (const auto& r : requests) {
+    shape.deliveries += r->shape.kv_return == v1::KV_RETURN_REGION ? 1 : 0;
+  }
   if (key.mode == VerifyMode::kSampled) {
     shape.sampled = true;
     const int64_t row = SampledRowBytes(key);
-    shape.target_value_bytes = (shape.draft_rows + shape.sequences) * row;
-    shape.draft_value_bytes = key.has_draft_probs ? shape.draft_rows * row : 0;
+    shape.values_from_regions = key.values_in_regions;
+    shape.draft_rows_from_regions = key.values_in_regions && key.has_draft_probs;
+    if (!key.values_in_regions) {
+      shape.target_value_bytes = (shape.draft_rows + shape.sequences) * row;
+      shape.draft_value_bytes = key.has_draft_probs ? shape.draft_rows * row : 0;
+    }
   }
   return shape;
 }
@@ -128,7 +179,7 @@ void BuildBatchInputs(std::span<const std::unique_ptr<PendingRequest>> requests,
   if (key.mode == VerifyMode::kSampled) {
     BuildSampledInputs(requests, key, batch);
   } else {
-    BuildGreedyInputs(requests, key, batch->inputs);
+    BuildGreedyInputs(requests, key, batch);
   }
 }
 

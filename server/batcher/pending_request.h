@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "server/regions/region_refs.h"
 #include "server/rpc/validation.h"
 #include "specverify/v1/verifier.pb.h"
 
@@ -24,6 +25,10 @@ struct PendingRequest {
   // The client identity that owns a KV handle published for this request
   // (the mTLS peer identity; empty without mutual TLS).
   std::string owner;
+  // The request's TensorRefs resolved (addresses in the backend's space) and
+  // its holds on the regions, released when the request is destroyed after
+  // its answer: a region is never unmapped under it.
+  ResolvedRegions regions;
   // Payload bytes the batch builder copied from `request` into staging.
   int64_t host_copy_in_bytes = 0;
   absl::Time arrival;                          // at the batcher, batcher clock

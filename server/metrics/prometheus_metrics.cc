@@ -24,7 +24,8 @@ namespace specverify::server {
 namespace {
 
 constexpr const char* kRpcNames[] = {"Verify",    "VerifyStream",  "FetchKv",
-                                     "ReleaseKv", "GetServerInfo", "VerifyCeiling"};
+                                     "ReleaseKv", "GetServerInfo", "VerifyCeiling",
+                                     "RegisterRegion", "UnregisterRegion", "ListRegions"};
 constexpr const char* kRejectReasonNames[] = {"invalid",   "queue_full", "arena_full",
                                               "deadline",  "cancelled",  "shutdown",
                                               "batch_too_large"};
@@ -343,6 +344,25 @@ void PrometheusServerMetrics::BuildSeries() {
                         "draining for shutdown or after a device fault.")
                   .Register(r)
                   .Add({});
+  auto& regions = prometheus::BuildGauge()
+                      .Name("specverify_regions")
+                      .Help("Registered data-plane regions (RegisterRegion), by kind.")
+                      .Register(r);
+  auto& region_bytes = prometheus::BuildGauge()
+                           .Name("specverify_region_bytes")
+                           .Help("Bytes of the registered data-plane regions, by kind.")
+                           .Register(r);
+  regions_[0] = &regions.Add({{"kind", "system"}});
+  regions_[1] = &regions.Add({{"kind", "cuda"}});
+  region_bytes_[0] = &region_bytes.Add({{"kind", "system"}});
+  region_bytes_[1] = &region_bytes.Add({{"kind", "cuda"}});
+  region_requests_in_flight_ = &prometheus::BuildGauge()
+                                    .Name("specverify_region_requests_in_flight")
+                                    .Help("Requests (queued or running) that hold a region: "
+                                          "an unregistered region is unmapped once its "
+                                          "requests are done.")
+                                    .Register(r)
+                                    .Add({});
   build_info_family_ = &prometheus::BuildGauge()
                             .Name("specverify_build_info")
                             .Help("Constant 1, labelled with the server's version, backend "
@@ -429,6 +449,17 @@ void PrometheusServerMetrics::SetArenaLargestFreeExtent(int64_t bytes) {
 }
 
 void PrometheusServerMetrics::OnDeviceError() { device_errors_->Increment(); }
+
+void PrometheusServerMetrics::SetRegionUsage(const RegionUsage& usage) {
+  regions_[0]->Set(static_cast<double>(usage.system_regions));
+  regions_[1]->Set(static_cast<double>(usage.cuda_regions));
+  region_bytes_[0]->Set(static_cast<double>(usage.system_bytes));
+  region_bytes_[1]->Set(static_cast<double>(usage.cuda_bytes));
+}
+
+void PrometheusServerMetrics::SetRegionRequestsInFlight(int64_t requests) {
+  region_requests_in_flight_->Set(static_cast<double>(requests));
+}
 
 void PrometheusServerMetrics::SetServing(bool serving) { serving_->Set(serving ? 1 : 0); }
 

@@ -95,9 +95,11 @@ class PrometheusServerMetrics final : public ServerMetrics {
   void SetArenaLargestFreeExtent(int64_t bytes) override;
   void OnDeviceError() override;
   void SetServing(bool serving) override;
+  void SetRegionUsage(const RegionUsage& usage) override;
+  void SetRegionRequestsInFlight(int64_t requests) override;
 
  private:
-  static constexpr int kRpcMethods = 6;       // RpcMethod's enumerators
+  static constexpr int kRpcMethods = 9;       // RpcMethod's enumerators
   static constexpr int kStatusCodes = 17;     // absl::StatusCode 0..16
   static constexpr int kRejectReasons = 7;    // RejectReason's enumerators
   static constexpr int kExecutionPaths = 5;   // ExecutionPathLabel's enumerators
@@ -139,6 +141,10 @@ class PrometheusServerMetrics final : public ServerMetrics {
   prometheus::Counter* handles_expired_ = nullptr;
   prometheus::Counter* device_errors_ = nullptr;
   prometheus::Gauge* serving_ = nullptr;
+  // By kind: [0] system, [1] cuda.
+  std::array<prometheus::Gauge*, 2> regions_{};
+  std::array<prometheus::Gauge*, 2> region_bytes_{};
+  prometheus::Gauge* region_requests_in_flight_ = nullptr;
   prometheus::Family<prometheus::Gauge>* build_info_family_ = nullptr;
 
   absl::Mutex identity_mu_;

@@ -21,7 +21,10 @@ enum class RpcMethod {
   kFetchKv,
   kReleaseKv,
   kGetServerInfo,
-  kVerifyCeiling
+  kVerifyCeiling,
+  kRegisterRegion,
+  kUnregisterRegion,
+  kListRegions
 };
 
 // Payload copies on the host: into the backend's staging, or out of the
@@ -53,6 +56,15 @@ struct BatchReport {
   int64_t packed_kv_bytes = 0;   // accepted rows * row_bytes
   absl::Duration device_time;    // kernels (or CPU backend) time of the batch
   bool exact = true;             // false when the sigmoid approximation ran
+};
+
+// Registered regions of the data plane, by kind (client-chosen names are
+// not labels: unbounded cardinality).
+struct RegionUsage {
+  int64_t system_regions = 0;
+  int64_t system_bytes = 0;
+  int64_t cuda_regions = 0;
+  int64_t cuda_bytes = 0;
 };
 
 struct ServerIdentity {
@@ -90,6 +102,11 @@ class ServerMetrics {
   virtual void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) = 0;
   // A device (CUDA) error: the server stops serving after this.
   virtual void OnDeviceError() = 0;
+  // On every register / unregister.
+  virtual void SetRegionUsage(const RegionUsage& usage) = 0;
+  // Requests holding a region (queued or running), on every change: per
+  // request, never per token.
+  virtual void SetRegionRequestsInFlight(int64_t requests) = 0;
   // Mirrors the gRPC health status: true once the backend is ready, false
   // while draining or after a device fault.
   virtual void SetServing(bool serving) = 0;
@@ -111,6 +128,8 @@ class NoopServerMetrics : public ServerMetrics {
   void SetArenaLargestFreeExtent(int64_t) override {}
   void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
   void OnDeviceError() override {}
+  void SetRegionUsage(const RegionUsage&) override {}
+  void SetRegionRequestsInFlight(int64_t) override {}
   void SetServing(bool) override {}
 };
 

@@ -36,33 +36,75 @@ absl::Status CheckTokens(const google::protobuf::RepeatedField<int32_t>& tokens,
 
 struct KvShape {
   bool present = false;
+  bool in_region = false;
   int64_t row_bytes = 0;
   int32_t dtype = 0;
 };
 
+// An input tensor, inline (Tensor) or in a registered region (TensorRef):
+// the same dtype and shape rules; inline bytes must match the shape, a
+// reference must name a region and an aligned offset (the range itself is
+// checked against the region when the request is resolved,
+// server/regions/region_refs.h).
+struct TensorFields {
+  int32_t dtype = 0;
+  const google::protobuf::RepeatedField<int64_t>* shape = nullptr;
+  const v1::TensorRef* ref = nullptr;  // null: inline
+  size_t inline_bytes = 0;
+};
+
+TensorFields FieldsOf(const v1::Tensor& t) {
+  return TensorFields{t.dtype(), &t.shape(), nullptr, t.data().size()};
+}
+TensorFields FieldsOf(const v1::TensorRef& r) {
+  return TensorFields{r.dtype(), &r.shape(), &r, 0};
+}
+
+// The bytes of a tensor with `expected` bytes: inline length, or the
+// reference's region name and offset alignment.
+absl::Status CheckTensorBytes(const TensorFields& t, const std::string& field, int64_t expected,
+                              int64_t align) {
+  if (t.ref == nullptr) {
+    if (static_cast<int64_t>(t.inline_bytes) != expected) {
+      return Invalid(absl::StrCat(field, ".data is ", t.inline_bytes,
+                                  " bytes; shape x dtype size requires ", expected));
+    }
+    return absl::OkStatus();
+  }
+  if (t.ref->region().empty()) {
+    return Invalid(absl::StrCat(field, ".region is empty; name a registered region"));
+  }
+  if (t.ref->offset_bytes() < 0 || t.ref->offset_bytes() % align != 0) {
+    return Invalid(absl::StrCat(field, ".offset_bytes is ", t.ref->offset_bytes(),
+                                "; must be >= 0 and a multiple of ", align));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<KvShape> CheckDraftKv(const v1::SequenceDraft& seq, int i,
                                      int32_t gamma) {
   KvShape kv;
-  if (!seq.has_draft_kv()) return kv;
-  const v1::Tensor& t = seq.draft_kv();
-  const std::string field = absl::StrCat(Seq(i), ".draft_kv");
-  const int64_t elem = DataTypeSize(t.dtype());
+  if (seq.kv_case() == v1::SequenceDraft::KV_NOT_SET) return kv;
+  kv.in_region = seq.has_draft_kv_ref();
+  const TensorFields t = kv.in_region ? FieldsOf(seq.draft_kv_ref()) : FieldsOf(seq.draft_kv());
+  const std::string field = absl::StrCat(Seq(i), kv.in_region ? ".draft_kv_ref" : ".draft_kv");
+  const int64_t elem = DataTypeSize(t.dtype);
   if (elem == 0) {
-    return Invalid(absl::StrCat(field, ".dtype is ", t.dtype(),
+    return Invalid(absl::StrCat(field, ".dtype is ", t.dtype,
                                 "; must be a DataType other than UNSPECIFIED"));
   }
-  if (t.shape_size() < 2) {
-    return Invalid(absl::StrCat(field, ".shape has rank ", t.shape_size(),
+  if (t.shape->size() < 2) {
+    return Invalid(absl::StrCat(field, ".shape has rank ", t.shape->size(),
                                 "; must be [gamma, d1, ...] with rank >= 2"));
   }
-  if (t.shape(0) != gamma) {
-    return Invalid(absl::StrCat(field, ".shape[0] is ", t.shape(0),
+  if ((*t.shape)[0] != gamma) {
+    return Invalid(absl::StrCat(field, ".shape[0] is ", (*t.shape)[0],
                                 "; must equal gamma = ", gamma,
                                 " (the number of draft_tokens)"));
   }
   int64_t row_elements = 1;
-  for (int d = 1; d < t.shape_size(); ++d) {
-    const int64_t dim = t.shape(d);
+  for (int d = 1; d < t.shape->size(); ++d) {
+    const int64_t dim = (*t.shape)[d];
     if (dim < 1 || dim > kMaxTensorElements / row_elements) {
       return Invalid(absl::StrCat(field, ".shape[", d, "] is ", dim,
                                   "; every dimension must be >= 1 and the row at most ",
@@ -72,12 +114,8 @@ absl::StatusOr<KvShape> CheckDraftKv(const v1::SequenceDraft& seq, int i,
   }
   kv.present = true;
   kv.row_bytes = row_elements * elem;
-  kv.dtype = t.dtype();
-  const int64_t expected = kv.row_bytes * gamma;
-  if (static_cast<int64_t>(t.data().size()) != expected) {
-    return Invalid(absl::StrCat(field, ".data is ", t.data().size(),
-                                " bytes; shape x dtype size requires ", expected));
-  }
+  kv.dtype = t.dtype;
+  if (absl::Status s = CheckTensorBytes(t, field, kv.row_bytes * gamma, elem); !s.ok()) return s;
   return kv;
 }
 
@@ -92,7 +130,8 @@ struct SampledShape {
   bool validate_full_rows = false;
   float alpha = 0;
   float beta = 0;
-  int64_t value_bytes = 0;
+  bool in_region = false;   // rows in a registered region, not inline
+  int64_t value_bytes = 0;  // inline rows only: what is staged
 };
 
 bool IsValueDtype(int dtype) {
@@ -104,9 +143,11 @@ bool IsValueDtype(int dtype) {
 // `vocab` is 0 for the target (which defines V) and V for the draft.
 absl::Status CheckDistribution(const v1::Distribution& d, const std::string& field,
                                int64_t rows, int32_t* vocab) {
-  const v1::Tensor& t = d.values();
-  if (!IsValueDtype(t.dtype())) {
-    return Invalid(absl::StrCat(field, ".values.dtype is ", t.dtype(),
+  const bool in_region = d.has_values_ref();
+  const TensorFields t = in_region ? FieldsOf(d.values_ref()) : FieldsOf(d.values());
+  const std::string values = in_region ? ".values_ref" : ".values";
+  if (!IsValueDtype(t.dtype)) {
+    return Invalid(absl::StrCat(field, values, ".dtype is ", t.dtype,
                                 "; must be FLOAT32, FLOAT16 or BFLOAT16"));
   }
   if (d.kind() != v1::DISTRIBUTION_KIND_PROBABILITIES &&
@@ -114,31 +155,27 @@ absl::Status CheckDistribution(const v1::Distribution& d, const std::string& fie
     return Invalid(absl::StrCat(field, ".kind is ", d.kind(),
                                 "; must be PROBABILITIES or LOGITS"));
   }
-  if (t.shape_size() != 2) {
-    return Invalid(absl::StrCat(field, ".values.shape has rank ", t.shape_size(),
+  if (t.shape->size() != 2) {
+    return Invalid(absl::StrCat(field, values, ".shape has rank ", t.shape->size(),
                                 "; must be [", rows, ", vocab]"));
   }
-  if (t.shape(0) != rows) {
-    return Invalid(absl::StrCat(field, ".values.shape[0] is ", t.shape(0), "; must be ", rows,
+  if ((*t.shape)[0] != rows) {
+    return Invalid(absl::StrCat(field, values, ".shape[0] is ", (*t.shape)[0], "; must be ", rows,
                                 field.ends_with(".target") ? " (gamma + 1)" : " (gamma)"));
   }
-  const int64_t v = t.shape(1);
+  const int64_t v = (*t.shape)[1];
   if (*vocab == 0) {
     if (v < 2 || v > kMaxSampledVocabSize) {
-      return Invalid(absl::StrCat(field, ".values.shape[1] (vocab) is ", v,
+      return Invalid(absl::StrCat(field, values, ".shape[1] (vocab) is ", v,
                                   "; must lie in [2, ", kMaxSampledVocabSize, "]"));
     }
     *vocab = static_cast<int32_t>(v);
   } else if (v != *vocab) {
-    return Invalid(absl::StrCat(field, ".values.shape[1] is ", v,
+    return Invalid(absl::StrCat(field, values, ".shape[1] is ", v,
                                 "; must equal the target's vocab ", *vocab));
   }
-  const int64_t expected = rows * v * DataTypeSize(t.dtype());
-  if (static_cast<int64_t>(t.data().size()) != expected) {
-    return Invalid(absl::StrCat(field, ".values.data is ", t.data().size(),
-                                " bytes; shape x dtype size requires ", expected));
-  }
-  return absl::OkStatus();
+  // Rows in a region are read in place with 16-byte loads.
+  return CheckTensorBytes(t, field + values, rows * v * DataTypeSize(t.dtype), kRegionRowAlign);
 }
 
 // Everything of one sampled sequence that can be checked without reading the
@@ -154,7 +191,8 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
       !s.ok()) {
     return s;
   }
-  sh.dtype = st.target().values().dtype();
+  sh.in_region = st.target().has_values_ref();
+  sh.dtype = sh.in_region ? st.target().values_ref().dtype() : st.target().values().dtype();
   sh.kind = st.target().kind();
   const int64_t elem = DataTypeSize(sh.dtype);
   sh.value_bytes = int64_t{gamma + 1} * sh.vocab * elem;
@@ -163,8 +201,16 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
         !s.ok()) {
       return s;
     }
-    if (st.draft().values().dtype() != sh.dtype) {
-      return Invalid(absl::StrCat(field, ".draft.values.dtype is ", st.draft().values().dtype(),
+    if (st.draft().has_values_ref() != sh.in_region) {
+      return Invalid(absl::StrCat(field, ".draft is ", sh.in_region ? "inline" : "in a region",
+                                  " but the target is ", sh.in_region ? "in a region" : "inline",
+                                  "; target and draft rows travel the same way"));
+    }
+    const int32_t draft_dtype = sh.in_region ? st.draft().values_ref().dtype()
+                                             : st.draft().values().dtype();
+    if (draft_dtype != sh.dtype) {
+      return Invalid(absl::StrCat(field, sh.in_region ? ".draft.values_ref" : ".draft.values",
+                                  ".dtype is ", draft_dtype,
                                   " but the target's is ", sh.dtype, "; one dtype per request"));
     }
     if (st.draft().kind() != sh.kind) {
@@ -174,6 +220,7 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
     sh.has_draft = true;
     sh.value_bytes += int64_t{gamma} * sh.vocab * elem;
   }
+  if (sh.in_region) sh.value_bytes = 0;
   if (seq.vocab_size() != 0 && seq.vocab_size() != sh.vocab) {
     return Invalid(absl::StrCat(Seq(i), ".vocab_size is ", seq.vocab_size(),
                                 "; must equal the distributions' width ", sh.vocab));
@@ -248,6 +295,10 @@ absl::Status CheckSameSampledKey(const SampledShape& a, const SampledShape& firs
     return differ("draft", a.has_draft ? "present" : "absent",
                   first.has_draft ? "present" : "absent");
   }
+  if (a.in_region != first.in_region) {
+    return differ("transport", a.in_region ? "region" : "inline",
+                  first.in_region ? "region" : "inline");
+  }
   if (a.validate_full_rows != first.validate_full_rows) {
     return differ("validate_full_rows", a.validate_full_rows ? "true" : "false",
                   first.validate_full_rows ? "true" : "false");
@@ -255,6 +306,44 @@ absl::Status CheckSameSampledKey(const SampledShape& a, const SampledShape& firs
   if (a.alpha != first.alpha) return differ("sigmoid_alpha", a.alpha, first.alpha);
   if (a.beta != first.beta) return differ("sigmoid_beta", a.beta, first.beta);
   return absl::OkStatus();
+}
+
+// KV_RETURN_REGION's output tensor: the KV dtype, a row of the KV's size, and
+// room for every row that could be accepted.
+absl::Status CheckKvOutput(const v1::VerifyRequest& request, int64_t row_bytes, int32_t dtype,
+                           int64_t total_draft_rows) {
+  if (!request.has_kv_output()) {
+    return Invalid("kv_return is REGION but kv_output is not set; name the output tensor");
+  }
+  const TensorFields t = FieldsOf(request.kv_output());
+  if (t.dtype != dtype) {
+    return Invalid(absl::StrCat("kv_output.dtype is ", t.dtype, "; must equal the draft KV's ",
+                                dtype));
+  }
+  if (t.shape->size() < 2) {
+    return Invalid(absl::StrCat("kv_output.shape has rank ", t.shape->size(),
+                                "; must be [rows, d1, ...] with rank >= 2"));
+  }
+  int64_t row_elements = 1;
+  for (int d = 1; d < t.shape->size(); ++d) {
+    const int64_t dim = (*t.shape)[d];
+    if (dim < 1 || dim > kMaxTensorElements / row_elements) {
+      return Invalid(absl::StrCat("kv_output.shape[", d, "] is ", dim,
+                                  "; every dimension must be >= 1"));
+    }
+    row_elements *= dim;
+  }
+  if (row_elements * DataTypeSize(dtype) != row_bytes) {
+    return Invalid(absl::StrCat("kv_output rows are ", row_elements * DataTypeSize(dtype),
+                                " bytes; must equal the draft KV's row_bytes ", row_bytes));
+  }
+  const int64_t rows = (*t.shape)[0];
+  if (rows < total_draft_rows || rows > kMaxTensorElements / row_elements) {
+    return Invalid(absl::StrCat("kv_output.shape[0] is ", rows, "; must be >= ",
+                                total_draft_rows,
+                                " (the request's draft tokens: the most rows it can keep)"));
+  }
+  return CheckTensorBytes(t, "kv_output", rows * row_bytes, DataTypeSize(dtype));
 }
 
 }  // namespace
@@ -373,9 +462,14 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
       return Invalid(absl::StrCat(Seq(i), ".draft_kv.dtype is ", kv->dtype,
                                   " but sequences[0].draft_kv.dtype is ",
                                   first_kv.dtype, "; one dtype per request"));
+    } else if (kv->present && kv->in_region != first_kv.in_region) {
+      return Invalid(absl::StrCat(
+          Seq(i), " has ", kv->in_region ? "draft_kv_ref" : "draft_kv", " but sequences[0] has ",
+          first_kv.in_region ? "draft_kv_ref" : "draft_kv",
+          "; a request's KV rows are all inline or all in regions"));
     }
     out.total_draft_rows += gamma;
-    out.payload_bytes += int64_t{4} * (2 * gamma + 1) + kv->row_bytes * gamma;
+    out.payload_bytes += int64_t{4} * (2 * gamma + 1) + (kv->in_region ? 0 : kv->row_bytes * gamma);
   }
   out.kv_row_bytes = first_kv.row_bytes;
   out.kv_dtype = first_kv.dtype;
@@ -384,6 +478,20 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     kv_return = first_kv.present ? v1::KV_RETURN_HANDLE : v1::KV_RETURN_NONE;
   }
   out.kv_return = kv_return;
+  if (kv_return == v1::KV_RETURN_REGION) {
+    if (!first_kv.present) {
+      return Invalid("kv_return is REGION but the sequences carry no draft KV rows");
+    }
+    if (absl::Status s = CheckKvOutput(request, first_kv.row_bytes, first_kv.dtype,
+                                       out.total_draft_rows);
+        !s.ok()) {
+      return s;
+    }
+  } else if (request.has_kv_output()) {
+    return Invalid("kv_output is set but kv_return is not REGION");
+  }
+  out.kv_in_region = first_kv.present && first_kv.in_region;
+  out.values_in_region = sampled && first_sampled.in_region;
   out.key.mode = VerifyMode::kGreedy;
   out.key.vocab_size = first.vocab_size();
   if (sampled && limits.max_sampled_request_bytes > 0 &&
@@ -414,9 +522,11 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
   if (first_kv.present && kv_return != v1::KV_RETURN_NONE) {
     out.key.row_bytes = first_kv.row_bytes;
     out.key.kv_dtype = first_kv.dtype;
-  } else {
+    out.key.kv_in_regions = out.kv_in_region;
+  } else if (!out.kv_in_region) {
     out.payload_bytes -= first_kv.row_bytes * out.total_draft_rows;
   }
+  out.key.values_in_regions = out.values_in_region;
   return out;
 }
 

@@ -22,6 +22,9 @@ inline constexpr int64_t kMaxRequestIdBytes = 128;
 // meant one gRPC message per byte) is raised to it. --fetch_chunk_bytes has
 // the same minimum.
 inline constexpr int64_t kMinFetchChunkBytes = 4096;
+// Distribution rows in a region are read in place with 16-byte loads: their
+// TensorRef.offset_bytes must be a multiple of this.
+inline constexpr int64_t kRegionRowAlign = 16;
 
 struct RequestLimits {
   int32_t max_sequences_per_request = 256;
@@ -38,9 +41,13 @@ struct ValidatedRequest {
   v1::KvReturn kv_return = v1::KV_RETURN_NONE;  // UNSPECIFIED resolved
   int32_t num_sequences = 0;
   int64_t total_draft_rows = 0;  // sum of gamma
-  int64_t payload_bytes = 0;     // tokens + staged KV bytes
+  int64_t payload_bytes = 0;     // tokens + staged (inline) KV and distribution bytes
   int64_t kv_row_bytes = 0;      // row_bytes of the request's KV, 0 if none
   int32_t kv_dtype = 0;
+  // Data plane: the request's KV rows / distribution rows are TensorRefs into
+  // registered regions (resolved by server/regions/region_refs.h).
+  bool kv_in_region = false;
+  bool values_in_region = false;
 };
 
 // Bytes per element of `dtype`, or 0 for UNSPECIFIED and unknown values.

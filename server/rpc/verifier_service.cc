@@ -489,6 +489,46 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   grpc::ByteBuffer chunk_bytes_buffer_;  // chunk_ serialized, being written
 };
 
+
+absl::StatusOr<RegionSpec> RegionSpecFrom(const v1::RegisterRegionRequest& request) {
+  RegionSpec spec;
+  spec.name = request.name();
+  spec.byte_size = request.byte_size();
+  switch (request.memory_case()) {
+    case v1::RegisterRegionRequest::kSystem:
+      spec.kind = RegionKind::kSystem;
+      spec.shm_name = request.system().shm_name();
+      spec.offset_bytes = request.system().offset_bytes();
+      break;
+    case v1::RegisterRegionRequest::kCuda:
+      spec.kind = RegionKind::kCuda;
+      spec.ipc_handle = request.cuda().ipc_handle();
+      spec.device_ordinal = request.cuda().device_ordinal();
+      spec.offset_bytes = request.cuda().offset_bytes();
+      break;
+    default:
+      return absl::InvalidArgumentError("memory is not set; set system or cuda");
+  }
+  return spec;
+}
+
+v1::RegionKind WireKind(RegionKind kind) {
+  return kind == RegionKind::kSystem ? v1::REGION_KIND_SYSTEM : v1::REGION_KIND_CUDA;
+}
+
+void FillRegionStatuses(const std::vector<RegionStatusRow>& rows,
+                        google::protobuf::RepeatedPtrField<v1::RegionStatus>* out) {
+  for (const RegionStatusRow& row : rows) {
+    v1::RegionStatus* status = out->Add();
+    status->set_name(row.name);
+    status->set_kind(WireKind(row.kind));
+    status->set_byte_size(row.byte_size);
+    status->set_device_ordinal(row.device_ordinal);
+    status->set_requests_in_flight(row.requests_in_flight);
+    status->set_requests_total(row.requests_total);
+  }
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -513,7 +553,18 @@ absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
       status = shape.status();
     } else {
       pending->shape = *shape;
-      status = options_.batcher->Enqueue(std::move(pending));
+      if (UsesRegions(*pending->request)) {
+        absl::StatusOr<ResolvedRegions> regions =
+            options_.regions == nullptr
+                ? absl::FailedPreconditionError("this server has no region registry")
+                : ResolveRegionRefs(*pending->request, *options_.regions, pending->owner);
+        if (regions.ok()) {
+          pending->regions = *std::move(regions);
+        } else {
+          status = regions.status();
+        }
+      }
+      if (status.ok()) status = options_.batcher->Enqueue(std::move(pending));
     }
   }
   if (!status.ok()) options_.metrics->OnRequestRejected(ReasonFor(status.code()));
@@ -615,12 +666,84 @@ grpc::ServerUnaryReactor* VerifierService::GetServerInfo(
   const absl::Time arrival = clock_->Now();
   v1::GetServerInfoRequest request;
   absl::Status status = ParseUnaryRequest(context, *raw_request, &request);
-  if (status.ok()) status = SerializeMessage(options_.info, raw_response);
+  if (status.ok()) {
+    if (options_.regions == nullptr) {
+      status = SerializeMessage(options_.info, raw_response);
+    } else {
+      v1::ServerInfo info = options_.info;
+      FillRegionStatuses(options_.regions->List(CallerIdentity(context)), info.mutable_regions());
+      status = SerializeMessage(info, raw_response);
+    }
+  }
   options_.metrics->OnRequestFinished(RpcMethod::kGetServerInfo, status.code(),
                                       clock_->Now() - arrival);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
+}
+
+
+// The three region RPCs share one shape: parse, act on the registry under the
+// caller's identity, serialize, count, finish.
+template <typename Request, typename Act>
+grpc::ServerUnaryReactor* VerifierService::UnaryRegionCall(grpc::CallbackServerContext* context,
+                                                           const grpc::ByteBuffer* raw_request,
+                                                           grpc::ByteBuffer* raw_response,
+                                                           RpcMethod method, Act act) {
+  const absl::Time arrival = clock_->Now();
+  Request request;
+  absl::Status status = ParseUnaryRequest(context, *raw_request, &request);
+  if (status.ok() && options_.regions == nullptr) {
+    status = absl::FailedPreconditionError("this server has no region registry");
+  }
+  if (status.ok()) status = act(request, CallerIdentity(context), raw_response);
+  options_.metrics->OnRequestFinished(method, status.code(), clock_->Now() - arrival);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* VerifierService::RegisterRegion(grpc::CallbackServerContext* context,
+                                                          const grpc::ByteBuffer* raw_request,
+                                                          grpc::ByteBuffer* raw_response) {
+  return UnaryRegionCall<v1::RegisterRegionRequest>(
+      context, raw_request, raw_response, RpcMethod::kRegisterRegion,
+      [this](const v1::RegisterRegionRequest& request, const std::string& owner,
+             grpc::ByteBuffer* out) {
+        absl::StatusOr<RegionSpec> spec = RegionSpecFrom(request);
+        if (!spec.ok()) return spec.status();
+        if (absl::Status s = options_.regions->Register(owner, *std::move(spec)); !s.ok()) {
+          return s;
+        }
+        return SerializeMessage(v1::RegisterRegionResponse(), out);
+      });
+}
+
+grpc::ServerUnaryReactor* VerifierService::UnregisterRegion(grpc::CallbackServerContext* context,
+                                                            const grpc::ByteBuffer* raw_request,
+                                                            grpc::ByteBuffer* raw_response) {
+  return UnaryRegionCall<v1::UnregisterRegionRequest>(
+      context, raw_request, raw_response, RpcMethod::kUnregisterRegion,
+      [this](const v1::UnregisterRegionRequest& request, const std::string& owner,
+             grpc::ByteBuffer* out) {
+        absl::StatusOr<int32_t> in_flight = options_.regions->Unregister(owner, request.name());
+        if (!in_flight.ok()) return in_flight.status();
+        v1::UnregisterRegionResponse response;
+        response.set_requests_in_flight(*in_flight);
+        return SerializeMessage(response, out);
+      });
+}
+
+grpc::ServerUnaryReactor* VerifierService::ListRegions(grpc::CallbackServerContext* context,
+                                                       const grpc::ByteBuffer* raw_request,
+                                                       grpc::ByteBuffer* raw_response) {
+  return UnaryRegionCall<v1::ListRegionsRequest>(
+      context, raw_request, raw_response, RpcMethod::kListRegions,
+      [this](const v1::ListRegionsRequest&, const std::string& owner, grpc::ByteBuffer* out) {
+        v1::ListRegionsResponse response;
+        FillRegionStatuses(options_.regions->List(owner), response.mutable_regions());
+        return SerializeMessage(response, out);
+      });
 }
 
 grpc::ServerUnaryReactor* VerifierService::VerifyCeiling(grpc::CallbackServerContext* context,

@@ -18,6 +18,7 @@
 
 #include "server/arena/kv_arena.h"
 #include "server/batcher/batcher.h"
+#include "server/regions/region_registry.h"
 #include "server/common/clock.h"
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/validation.h"
@@ -38,6 +39,7 @@ struct VerifierServiceOptions {
   v1::ServerInfo info;  // what GetServerInfo answers
   Batcher* batcher = nullptr;
   KvArena* arena = nullptr;
+  RegionRegistry* regions = nullptr;  // the data plane's registered regions
   ServerMetrics* metrics = nullptr;
   Clock* clock = nullptr;  // RealClock when null
   // Clients present verified certificates (--tls_client_ca_file): KV handles
@@ -54,7 +56,11 @@ using RawVerifierServiceBase = v1::Verifier::WithRawCallbackMethod_Verify<
     v1::Verifier::WithRawCallbackMethod_VerifyStream<
         v1::Verifier::WithRawCallbackMethod_FetchKv<v1::Verifier::WithRawCallbackMethod_ReleaseKv<
             v1::Verifier::WithRawCallbackMethod_GetServerInfo<
-                v1::Verifier::WithRawCallbackMethod_VerifyCeiling<v1::Verifier::Service>>>>>>;
+                v1::Verifier::WithRawCallbackMethod_VerifyCeiling<
+                    v1::Verifier::WithRawCallbackMethod_RegisterRegion<
+                        v1::Verifier::WithRawCallbackMethod_UnregisterRegion<
+                            v1::Verifier::WithRawCallbackMethod_ListRegions<
+                                v1::Verifier::Service>>>>>>>>>;
 
 class VerifierService final : public RawVerifierServiceBase {
  public:
@@ -84,6 +90,17 @@ class VerifierService final : public RawVerifierServiceBase {
                                           const grpc::ByteBuffer* request,
                                           grpc::ByteBuffer* response) override;
 
+  // The data plane (docs/DATA_PLANE.md): regions belong to CallerIdentity.
+  grpc::ServerUnaryReactor* RegisterRegion(grpc::CallbackServerContext* context,
+                                           const grpc::ByteBuffer* request,
+                                           grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* UnregisterRegion(grpc::CallbackServerContext* context,
+                                             const grpc::ByteBuffer* request,
+                                             grpc::ByteBuffer* response) override;
+  grpc::ServerUnaryReactor* ListRegions(grpc::CallbackServerContext* context,
+                                        const grpc::ByteBuffer* request,
+                                        grpc::ByteBuffer* response) override;
+
   // Admission of one verify request: draining, validation, then the batcher.
   // On error nothing was queued and `pending->done` was not called.
   absl::Status Admit(std::unique_ptr<PendingRequest> pending);
@@ -96,6 +113,12 @@ class VerifierService final : public RawVerifierServiceBase {
   Clock* clock() const { return clock_; }
 
  private:
+  template <typename Request, typename Act>
+  grpc::ServerUnaryReactor* UnaryRegionCall(grpc::CallbackServerContext* context,
+                                            const grpc::ByteBuffer* raw_request,
+                                            grpc::ByteBuffer* raw_response, RpcMethod method,
+                                            Act act);
+
   const VerifierServiceOptions options_;
   Clock* const clock_;
   std::atomic<bool> draining_{false};

@@ -19,7 +19,13 @@
 #include "server/batcher/batch_builder.h"
 #include "server/batcher/pending_request.h"
 #include "server/rpc/protobuf_log.h"
+#include "server/regions/region_refs.h"
+#include "server/regions/region_registry.h"
 #include "server/rpc/validation.h"
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <string>
 #include "specverify/v1/verifier.pb.h"
 
 namespace specverify::server {
@@ -44,9 +50,28 @@ struct Harness {
     options.threads = 1;
     backend = *CpuBackend::Create(options);
     arena = *backend->AllocateArenaMemory(kArenaBytes);
+    // One registered shared-memory region, "fuzz", that TensorRefs of the
+    // inputs may name (the data plane's resolution, gather and delivery).
+    shm_name = "specverify-fuzz-" + std::to_string(getpid());
+    const int fd = shm_open(("/" + shm_name).c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    Require(fd >= 0 && ftruncate(fd, kRegionBytes) == 0, "the fuzz region exists");
+    close(fd);
+    regions = std::make_unique<RegionRegistry>(
+        RegionLimits{}, [this](const RegionSpec& spec) { return backend->MapRegion(spec); },
+        &metrics);
+    RegionSpec spec;
+    spec.name = "fuzz";
+    spec.byte_size = kRegionBytes;
+    spec.shm_name = shm_name;
+    Require(regions->Register("", spec).ok(), "the fuzz region registers");
+    shm_unlink(("/" + shm_name).c_str());  // the mapping keeps it
   }
+  static constexpr int64_t kRegionBytes = int64_t{1} << 20;
+  NoopServerMetrics metrics;
   std::unique_ptr<CpuBackend> backend;
   std::unique_ptr<ArenaMemory> arena;
+  std::string shm_name;
+  std::unique_ptr<RegionRegistry> regions;
 };
 
 int RunOne(const uint8_t* data, size_t size) {
@@ -67,6 +92,17 @@ int RunOne(const uint8_t* data, size_t size) {
   auto pending = std::make_unique<PendingRequest>();
   pending->request = &request;
   pending->shape = *shape;
+  if (UsesRegions(request)) {
+    absl::StatusOr<ResolvedRegions> resolved = ResolveRegionRefs(request, *harness->regions, "");
+    if (!resolved.ok()) {
+      const absl::StatusCode c = resolved.status().code();
+      Require(c == absl::StatusCode::kNotFound || c == absl::StatusCode::kOutOfRange ||
+                  c == absl::StatusCode::kInvalidArgument,
+              "a bad reference is NOT_FOUND, OUT_OF_RANGE or INVALID_ARGUMENT");
+      return 0;
+    }
+    pending->regions = *std::move(resolved);
+  }
   std::vector<std::unique_ptr<PendingRequest>> requests;
   requests.push_back(std::move(pending));
   const BatchKey& key = shape->key;

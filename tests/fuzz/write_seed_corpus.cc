@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/greedy_requests.h"
+#include "client/region.h"
 #include "client/sampled_requests.h"
 #include "kernels/workload/greedy_workload.h"
 #include "kernels/workload/sampling_workload.h"
@@ -56,6 +57,19 @@ int main(int argc, char** argv) {
       written += Write(dir, absl::StrCat("greedy-row", row_bytes, "-kv", kv),
                        *client::BuildGreedyRequest(workload, r));
     }
+    if (row_bytes > 0) {
+      // The data plane: rows in the fuzz target's region "fuzz" (1 MiB),
+      // returned into it (client/region.h lays them out as a worker would).
+      std::vector<std::byte> image(1 << 20);
+      client::RegionWriter writer("fuzz", image.data(), static_cast<int64_t>(image.size()));
+      client::GreedyRequestOptions r;
+      r.num_sequences = 3;
+      r.kv_return = v1::KV_RETURN_INLINE;
+      v1::VerifyRequest request = *client::BuildGreedyRequest(workload, r);
+      if (writer.MoveInputsToRegion(&request, /*return_into_region=*/true).ok()) {
+        written += Write(dir, "greedy-region", request);
+      }
+    }
   }
   struct Sampled {
     const char* name;
@@ -93,7 +107,15 @@ int main(int argc, char** argv) {
     settings.kv_return = v1::KV_RETURN_INLINE;
     written += Write(dir, absl::StrCat("sampled-", s.name),
                      *client::BuildSampledRequest(workload, 0, settings));
+    if (s.method == SampleMethod::kExact && s.draft_probs) {
+      std::vector<std::byte> image(1 << 20);
+      client::RegionWriter writer("fuzz", image.data(), static_cast<int64_t>(image.size()));
+      v1::VerifyRequest request = *client::BuildSampledRequest(workload, 0, settings);
+      if (writer.MoveInputsToRegion(&request, /*return_into_region=*/true).ok()) {
+        written += Write(dir, absl::StrCat("sampled-region-", s.name), request);
+      }
+    }
   }
   std::printf("wrote %d seed requests to %s\n", written, dir.c_str());
-  return written == 10 ? 0 : 1;
+  return written == 13 ? 0 : 1;
 }

@@ -7,10 +7,11 @@ if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_kernels_greedy_cuda)
   add_library(specverify_server_cuda
     ${CMAKE_CURRENT_LIST_DIR}/cuda_arena_memory.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_executor.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_region.cc
   )
   target_include_directories(specverify_server_cuda PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(specverify_server_cuda
-    PUBLIC specverify_server_staging specverify_server_arena specverify_kernels_greedy_cuda specverify_cuda_common
+    PUBLIC specverify_server_staging specverify_server_arena specverify_server_regions specverify_kernels_greedy_cuda specverify_cuda_common
            specverify_kernels_cpu absl::status absl::statusor absl::synchronization
            absl::strings absl::time CUDA::cudart_static Threads::Threads)
 

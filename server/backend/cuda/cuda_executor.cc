@@ -9,7 +9,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "kernels/sampling/rejection_validate.h"
+#include "kernels/layout/row_copy_cuda.h"
 #include "server/backend/cuda/cuda_arena_memory.h"
+#include "server/backend/cuda/cuda_region.h"
 
 namespace specverify::server {
 namespace {
@@ -101,13 +103,19 @@ absl::Status CudaExecutor::Reserve() {
   largest.sequences = options_.max_batch_sequences;
   largest.draft_rows = max_total_rows_;
   largest.kv_bytes = options_.max_batch_kv_bytes;
+  // Room for the data plane's tables too: every sequence's KV in a region,
+  // every request (at most one per sequence) returning into one.
+  largest.kv_from_regions = true;
+  largest.deliveries = options_.max_batch_sequences;
   inputs_capacity_ = LayoutStaging(largest).inputs_total;
   results_capacity_ = LayoutResults(options_.max_batch_sequences).total;
   // A batch's distribution rows are part of its payload, which the batcher
   // bounds by max(--max_batch_bytes, one request <= --max_message_bytes).
   sampled_capacity_ =
       StagingAlignUp(int64_t{sizeof(SequenceSamplingParams)} * options_.max_batch_sequences) +
-      options_.max_batch_kv_bytes + kStagingAlign;
+      options_.max_batch_kv_bytes + kStagingAlign +
+      // Row tables of distribution rows read in place from regions.
+      2 * StagingAlignUp(int64_t{sizeof(void*)} * (max_total_rows_ + options_.max_batch_sequences));
   for (int i = 0; i < options_.slots; ++i) {
     auto slot = std::make_unique<Slot>();
     slot->index = i;
@@ -219,6 +227,7 @@ BackendDescription CudaExecutor::Describe() const {
   d.name = "cuda";
   d.device_name = device_name_;
   d.dispatch_threshold_bytes = dispatcher_->threshold_bytes();
+  d.region_kinds = {"system", "cuda"};
   d.dispatch_threshold_source = dispatcher_->info().dispatch_threshold_source;
   d.verifies = true;
   return d;
@@ -365,12 +374,7 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   const int32_t b = in.num_sequences();
   const int64_t rows = in.total_draft_rows();
   const int64_t row_bytes = in.row_bytes;
-  const int64_t kv_bytes = rows * row_bytes;
-  StagingShape shape;
-  shape.sequences = b;
-  shape.draft_rows = rows;
-  shape.kv_bytes = kv_bytes;
-  const StagingLayout il = LayoutStaging(shape);
+  const StagingLayout il = LayoutStaging(work.batch->shape);
   const ResultLayout rl = LayoutResults(b);
   std::byte* const pin = slot.pinned_inputs.as<std::byte>();
   work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
@@ -382,7 +386,12 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   d.params.input.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
   d.params.input.draft_tokens = reinterpret_cast<const int32_t*>(dev + il.draft_tokens);
   d.params.input.target_tokens = reinterpret_cast<const int32_t*>(dev + il.target_tokens);
-  d.params.input.draft_kv = row_bytes > 0 ? dev + il.draft_kv : nullptr;
+  // Region rows are gathered into device memory even when the rest is read
+  // in place from pinned memory: the kernels then read them at HBM speed.
+  std::byte* const draft_kv =
+      work.batch->shape.kv_from_regions ? slot.device_inputs.as<std::byte>() + il.draft_kv
+                                        : dev + il.draft_kv;
+  d.params.input.draft_kv = row_bytes > 0 ? draft_kv : nullptr;
   d.params.input.row_bytes = row_bytes;
   d.params.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
   d.params.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
@@ -396,7 +405,7 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   // The batch builder wrote the inputs into the slot's pinned buffer: one
   // H2D copy moves them (none when the kernel reads them in place).
   if (!work.mapped) {
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_total),
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
                                             cudaMemcpyHostToDevice, slot.stream));
   }
 
@@ -407,10 +416,49 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
                                             slot.stream));
   }
+  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, draft_kv));
   SV_CUDA_RETURN_IF_ERROR(
       dispatcher_->Launch(d, slot.scratch.view, slot.stream, &work.path));
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, d.params.output.packed_row_offsets));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   return CopyBack(work, il.draft_kv, rl.total);
+}
+
+absl::Status CudaExecutor::GatherRegionRows(const Work& work, const std::byte* tables,
+                                            std::byte* draft_kv) {
+  const Batch& batch = *work.batch;
+  if (!batch.shape.kv_from_regions || batch.inputs.row_bytes == 0) return absl::OkStatus();
+  const StagingLayout il = LayoutStaging(batch.shape);
+  RowGatherParams p;
+  p.num_sequences = batch.inputs.num_sequences();
+  p.total_rows = batch.inputs.total_draft_rows();
+  p.max_rows = batch.inputs.max_gamma();
+  p.row_bytes = batch.inputs.row_bytes;
+  p.draft_offsets = reinterpret_cast<const int32_t*>(tables + il.offsets);
+  p.sources = reinterpret_cast<const std::byte* const*>(tables + il.kv_sources);
+  p.rows = draft_kv;
+  SV_CUDA_RETURN_IF_ERROR(LaunchRowGather(p, work.slot->stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::DeliverRegionRows(const Work& work, const std::byte* tables,
+                                             const int32_t* packed_row_offsets) {
+  const Batch& batch = *work.batch;
+  if (batch.shape.deliveries == 0 || batch.packed_kv == nullptr) return absl::OkStatus();
+  const StagingLayout il = LayoutStaging(batch.shape);
+  PackedDeliveryParams p;
+  p.num_deliveries = batch.shape.deliveries;
+  for (const PackedDelivery& d : batch.regions.deliveries) p.max_rows = std::max(p.max_rows, d.max_rows);
+  p.row_bytes = batch.key.row_bytes;
+  p.deliveries = reinterpret_cast<const PackedDelivery*>(tables + il.deliveries);
+  p.packed_row_offsets = packed_row_offsets;
+  p.packed_kv = batch.packed_kv;
+  SV_CUDA_RETURN_IF_ERROR(LaunchPackedDelivery(p, work.slot->stream));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<RegionMapping>> CudaExecutor::MapRegion(const RegionSpec& spec) {
+  return MapCudaExecutorRegion(spec, options_.device_ordinal);
 }
 
 absl::Status CudaExecutor::CopyBack(Work& work, int64_t kv_section_offset,
@@ -446,17 +494,7 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   const int32_t b = in.num_sequences();
   const int64_t rows = in.total_draft_rows();
   const int64_t row_bytes = in.row_bytes;
-  const int64_t kv_bytes = rows * row_bytes;
-  const int64_t target_bytes = static_cast<int64_t>(batch.sampled.target_values.size());
-  const int64_t draft_bytes = static_cast<int64_t>(batch.sampled.draft_values.size());
-  StagingShape shape;
-  shape.sequences = b;
-  shape.draft_rows = rows;
-  shape.kv_bytes = kv_bytes;
-  shape.sampled = true;
-  shape.target_value_bytes = target_bytes;
-  shape.draft_value_bytes = draft_bytes;
-  const StagingLayout il = LayoutStaging(shape);
+  const StagingLayout il = LayoutStaging(batch.shape);
   const StagingLayout& sl = il;
   if (batch.key.vocab_size > kMaxSampledVocabSize) {
     return absl::ResourceExhaustedError(absl::StrCat(
@@ -481,8 +519,18 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   d.input = host.input;
   d.input.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
   d.input.draft_tokens = reinterpret_cast<const int32_t*>(dev + il.draft_tokens);
-  d.input.target_values = sdev + sl.target_values;
-  d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+  if (batch.key.values_in_regions) {
+    // Rows read where the worker's regions hold them, through device row tables.
+    d.input.target_values = nullptr;
+    d.input.draft_values = nullptr;
+    d.input.target_rows = reinterpret_cast<const void* const*>(sdev + sl.target_rows);
+    d.input.draft_rows = batch.key.has_draft_probs
+                             ? reinterpret_cast<const void* const*>(sdev + sl.draft_rows)
+                             : nullptr;
+  } else {
+    d.input.target_values = sdev + sl.target_values;
+    d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+  }
   d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
   d.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
   d.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
@@ -512,7 +560,7 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   // The batch builder wrote both sections into the slot's pinned buffers:
   // two H2D copies (the target-token section of the inputs is written by the
   // sampling kernel; it travels uninitialized and is overwritten).
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_total),
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
                                           cudaMemcpyHostToDevice, slot.stream));
   SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sdev, spin, static_cast<size_t>(sl.sampled_total),
                                           cudaMemcpyHostToDevice, slot.stream));
@@ -522,8 +570,10 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
                                             slot.stream));
   }
+  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
   SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
   SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, g.params.output.packed_row_offsets));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   return CopyBack(work, il.draft_kv, rl.total);
 }
@@ -561,10 +611,9 @@ absl::Status CudaExecutor::Finish(Work& work) {
   batch.device_time = absl::Microseconds(static_cast<double>(ms) * 1000.0);
   batch.verified = true;
   if (batch.wants_host_rows && batch.inputs.row_bytes > 0) {
-    StagingShape shape;
-    shape.sequences = b;
-    shape.draft_rows = batch.inputs.total_draft_rows();
-    batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(shape).draft_kv;
+    // Where CopyBack put them: the staged layout's draft-KV section (after
+    // the data plane's tables when the batch has them).
+    batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(batch.shape).draft_kv;
   }
   return absl::OkStatus();
 }

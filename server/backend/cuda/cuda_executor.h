@@ -84,6 +84,9 @@ class CudaExecutor final : public Backend {
   // Launches on the calling thread (asynchronous CUDA calls only).
   // REQUIRES: batch->staging came from this executor's AcquireStaging.
   void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
+  // CUDA memory of this device (CUDA IPC) or system shared memory mapped for
+  // the device (server/backend/cuda/cuda_region.h).
+  absl::StatusOr<std::unique_ptr<RegionMapping>> MapRegion(const RegionSpec& spec) override;
   absl::Status health() const override;
   void Shutdown() override;
 
@@ -145,6 +148,12 @@ class CudaExecutor final : public Backend {
   // Queues the D2H copies of the results (and of the packed rows for inline
   // answers) and the completion event.
   absl::Status CopyBack(Work& work, int64_t kv_section_offset, int64_t results_bytes);
+  // The data plane's copies on the batch's stream: region KV rows into the
+  // device draft-KV section before the kernels, packed rows into output
+  // regions after them (kernels/layout/row_copy.h).
+  absl::Status GatherRegionRows(const Work& work, const std::byte* tables, std::byte* draft_kv);
+  absl::Status DeliverRegionRows(const Work& work, const std::byte* tables,
+                                 const int32_t* packed_row_offsets);
   // Copies results out of the slot after the batch's completion event.
   absl::Status Finish(Work& work);
   // Records the first device fault; returns the sticky status.

@@ -250,3 +250,53 @@ TEST_F(LoadgenServerTest, RawCeilingNoopAndACompareServerSideBySide) {
 
 }  // namespace
 }  // namespace specverify::loadgen
+
+namespace specverify::loadgen {
+namespace {
+
+// The loadgen as a co-located worker (issue #13): payload in a shared-memory
+// region it registers with both servers, packed rows returned into it; every
+// answer checked from the region's bytes; only references on the wire.
+TEST_F(LoadgenServerTest, SharedMemoryTransportWithRowsReturnedIntoTheRegion) {
+  LoadgenConfig c = BaseConfig();
+  c.ceiling_address = noop_->address();
+  c.workload.transport = Transport::kShm;
+  c.workload.kv_return = KvReturnMode::kRegion;
+  c.workload.gamma_min = 1;
+  c.workload.gamma_max = 12;
+  c.workload.row_bytes = 4096;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+  EXPECT_EQ(report->steps[0].ceiling.ok, kRequestsPerStep);
+  // Tokens and references only: far below the rows' 4 x 12 x 4 KiB.
+  EXPECT_GT(report->request_wire_bytes, 0);
+  EXPECT_LT(report->request_wire_bytes, 2048);
+  EXPECT_THAT(FormatTable(*report), ::testing::HasSubstr("transport=shm"));
+}
+
+TEST_F(LoadgenServerTest, SampledRowsInSharedMemory) {
+  LoadgenConfig c = BaseConfig();
+  c.workload.mode = WorkloadMode::kSampled;
+  c.workload.transport = Transport::kShm;
+  c.workload.kv_return = KvReturnMode::kRegion;
+  c.workload.vocab_size = 4096;
+  c.workload.row_bytes = 64;
+  c.workload.pool_requests = 16;
+  c.requests = 100;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, 100, 4);
+}
+
+TEST_F(LoadgenServerTest, RegionReturnNeedsARegionTransportAndEnoughPoolEntries) {
+  LoadgenConfig c = BaseConfig();
+  c.workload.kv_return = KvReturnMode::kRegion;
+  EXPECT_THAT(RunLoadgen(c).status().message(), ::testing::HasSubstr("--transport"));
+  c.workload.transport = Transport::kShm;
+  c.concurrency = {256};
+  EXPECT_THAT(RunLoadgen(c).status().message(), ::testing::HasSubstr("pool_requests"));
+}
+
+}  // namespace
+}  // namespace specverify::loadgen

@@ -49,8 +49,12 @@ class DeviceRunner {
   }
 
   // `greedy_targets`, when given, receives output.greedy_target_tokens.
+  // With `row_tables`, the rows are uploaded in reverse order into separate
+  // buffers and read through RejectionBatchInput::target_rows / draft_rows
+  // (the data plane's rows read in place from a worker's region).
   RejectionHostOutputs Run(const RejectionBatchInput& host, int replays = 0,
-                           std::vector<int32_t>* greedy_targets = nullptr) {
+                           std::vector<int32_t>* greedy_targets = nullptr,
+                           bool row_tables = false) {
     const int32_t b = host.num_sequences;
     const int64_t target_rows = static_cast<int64_t>(host.total_draft_tokens) + b;
     const int64_t bytes_per_row = host.vocab_size * SampleDtypeBytes(host.dtype);
@@ -63,6 +67,14 @@ class DeviceRunner {
                                    host.total_draft_tokens * bytes_per_row, owned_)
                           : nullptr;
     in.sequences = Upload(host.sequences, b, owned_);
+    if (row_tables) {
+      in.target_rows = ScatterRows(host.target_values, target_rows, bytes_per_row);
+      in.target_values = nullptr;
+      if (host.has_draft_probs) {
+        in.draft_rows = ScatterRows(host.draft_values, host.total_draft_tokens, bytes_per_row);
+        in.draft_values = nullptr;
+      }
+    }
     RejectionBatchOutput out;
     out.accepted_lengths = Alloc<int32_t>(b);
     out.next_tokens = Alloc<int32_t>(b);
@@ -107,6 +119,21 @@ class DeviceRunner {
   }
 
  private:
+  // Rows copied to the device in reverse order (row r at slot rows - 1 - r,
+  // 16-byte aligned), and the device table of their addresses by row.
+  const void* const* ScatterRows(const void* host, int64_t rows, int64_t bytes_per_row) {
+    const int64_t stride = (bytes_per_row + 15) / 16 * 16;
+    std::byte* scattered = Alloc<std::byte>(static_cast<size_t>(rows * stride));
+    std::vector<const void*> table(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::byte* slot = scattered + (rows - 1 - r) * stride;
+      EXPECT_EQ(cudaMemcpy(slot, static_cast<const std::byte*>(host) + r * bytes_per_row,
+                           static_cast<size_t>(bytes_per_row), cudaMemcpyHostToDevice),
+                cudaSuccess);
+      table[static_cast<size_t>(r)] = slot;
+    }
+    return Upload(table.data(), table.size(), owned_);
+  }
   template <typename T>
   T* Alloc(size_t count) {
     void* d = nullptr;
@@ -193,6 +220,37 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
           ExpectSameOutputs(runner.Run(w->input(), 0, &gpu_targets), RunCpu(w->input(), &cpu_targets), what);
           EXPECT_EQ(gpu_targets, cpu_targets) << what << ": greedy_target_tokens";
         }
+      }
+    }
+  }
+}
+
+// Rows read through row tables (scattered, in reverse order) give the CPU
+// reference's outputs on the contiguous rows, bit for bit.
+TEST_F(RejectionCudaTest, RowTablesMatchTheContiguousReference) {
+  uint64_t seed = 900;
+  for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16}) {
+    for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+      for (bool draft : {true, false}) {
+        SamplingWorkloadOptions o;
+        o.num_sequences = 9;
+        o.vocab_size = 4096;
+        o.gamma_min = 1;
+        o.gamma_max = 8;
+        o.dtype = dtype;
+        o.kind = kind;
+        o.has_draft_probs = draft;
+        o.shape = DistributionShape::kMixed;
+        o.seed = ++seed;
+        auto w = GenerateSamplingWorkload(o);
+        ASSERT_TRUE(w.ok());
+        DeviceRunner runner;
+        std::vector<int32_t> gpu_targets, cpu_targets;
+        ExpectSameOutputs(runner.Run(w->input(), 0, &gpu_targets, /*row_tables=*/true),
+                          RunCpu(w->input(), &cpu_targets),
+                          absl::StrCat("row tables, dtype ", static_cast<int>(dtype), " kind ",
+                                       static_cast<int>(kind), " draft ", draft));
+        EXPECT_EQ(gpu_targets, cpu_targets);
       }
     }
   }

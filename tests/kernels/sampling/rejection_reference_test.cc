@@ -440,3 +440,64 @@ TEST(RejectionOutcomeTest, AllZeroRowToSampleFromIsInvalidArgument) {
 
 }  // namespace
 }  // namespace specverify
+
+namespace specverify {
+namespace {
+
+using ::specverify::testing::IsOk;
+
+// The CPU reference reads rows through row tables (the data plane's rows read
+// in place) exactly as it reads contiguous rows: rows copied elsewhere in
+// reverse order give the same outputs.
+TEST(RejectionReferenceRowTablesTest, RowTablesGiveTheContiguousOutputs) {
+  for (bool draft : {false, true}) {
+    SamplingWorkloadOptions o;
+    o.num_sequences = 11;
+    o.vocab_size = 333;
+    o.gamma_min = 1;
+    o.gamma_max = 7;
+    o.kind = SampleValueKind::kLogits;
+    o.temperature = 0.7f;
+    o.has_draft_probs = draft;
+    o.shape = DistributionShape::kMixed;
+    o.seed = draft ? 77 : 78;
+    absl::StatusOr<SamplingWorkload> w = GenerateSamplingWorkload(o);
+    ASSERT_TRUE(w.ok());
+    const RejectionBatchInput contiguous = w->input();
+    const int64_t row_bytes = contiguous.vocab_size * SampleDtypeBytes(contiguous.dtype);
+    const auto scatter = [row_bytes](const void* base, int64_t rows, std::vector<std::byte>& store,
+                                     std::vector<const void*>& table) {
+      store.resize(static_cast<size_t>(rows * row_bytes));
+      table.resize(static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) {
+        std::byte* slot = store.data() + (rows - 1 - r) * row_bytes;
+        std::memcpy(slot, static_cast<const std::byte*>(base) + r * row_bytes,
+                    static_cast<size_t>(row_bytes));
+        table[static_cast<size_t>(r)] = slot;
+      }
+    };
+    std::vector<std::byte> target_store, draft_store;
+    std::vector<const void*> target_table, draft_table;
+    RejectionBatchInput tables = contiguous;
+    scatter(contiguous.target_values, int64_t{contiguous.total_draft_tokens} + contiguous.num_sequences,
+            target_store, target_table);
+    tables.target_values = nullptr;
+    tables.target_rows = target_table.data();
+    if (draft) {
+      scatter(contiguous.draft_values, contiguous.total_draft_tokens, draft_store, draft_table);
+      tables.draft_values = nullptr;
+      tables.draft_rows = draft_table.data();
+    }
+    RejectionHostOutputs a(contiguous.num_sequences, 0xAB), b(contiguous.num_sequences, 0xCD);
+    ASSERT_THAT(ValidateRejectionBatch(RejectionSampleParams{tables, b.view()}), IsOk());
+    ReferenceRejectionSample(RejectionSampleParams{contiguous, a.view()});
+    ReferenceRejectionSample(RejectionSampleParams{tables, b.view()});
+    EXPECT_EQ(a.accepted_lengths, b.accepted_lengths);
+    EXPECT_EQ(a.next_tokens, b.next_tokens);
+    EXPECT_EQ(a.status_codes, b.status_codes);
+    EXPECT_EQ(a.error_positions, b.error_positions);
+  }
+}
+
+}  // namespace
+}  // namespace specverify

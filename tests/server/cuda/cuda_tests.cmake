@@ -10,6 +10,17 @@ if(TARGET specverify_server_cuda)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/cuda_server_test.cc
     LIBS specverify_server_core specverify_server_cuda specverify_client
     LABELS server cuda)
+  # CUDA regions across processes: a separate worker exports device memory.
+  add_executable(cuda_ipc_worker ${CMAKE_CURRENT_LIST_DIR}/cuda_ipc_worker.cc)
+  target_link_libraries(cuda_ipc_worker PRIVATE specverify_client_cuda)
+  target_include_directories(cuda_ipc_worker PRIVATE ${PROJECT_SOURCE_DIR})
+  specverify_test(cuda_region_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/cuda_region_test.cc
+    LIBS specverify_server_core specverify_server_cuda specverify_client
+    LABELS server cuda)
+  target_compile_definitions(cuda_region_test PRIVATE
+    SPECVERIFY_CUDA_IPC_WORKER="$<TARGET_FILE:cuda_ipc_worker>")
+  add_dependencies(cuda_region_test cuda_ipc_worker)
 endif()
 
 # The executor and the device arena take locks: clang's thread-safety

@@ -34,6 +34,9 @@ class ControllableBackend final : public Backend {
     return inner_->AllocateArenaMemory(bytes);
   }
   int max_batches_in_flight() const override { return inner_->max_batches_in_flight(); }
+  absl::StatusOr<std::unique_ptr<RegionMapping>> MapRegion(const RegionSpec& spec) override {
+    return inner_->MapRegion(spec);
+  }
   absl::StatusOr<std::unique_ptr<StagingLease>> AcquireStaging(const StagingShape& shape,
                                                                 Batch* batch) override {
     return inner_->AcquireStaging(shape, batch);

@@ -1,0 +1,74 @@
+#include "client/cuda_region.h"
+
+#include <cuda_runtime_api.h>
+
+#include "absl/strings/str_cat.h"
+
+namespace specverify::client {
+namespace {
+
+absl::Status CudaError(cudaError_t e, const char* call) {
+  return absl::InternalError(absl::StrCat(call, ": ", cudaGetErrorString(e)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaDeviceRegion>> CudaDeviceRegion::Create(int device,
+                                                                           int64_t bytes) {
+  if (bytes <= 0) return absl::InvalidArgumentError("a CUDA region of 0 bytes");
+  if (cudaError_t e = cudaSetDevice(device); e != cudaSuccess) return CudaError(e, "cudaSetDevice");
+  void* data = nullptr;
+  if (cudaError_t e = cudaMalloc(&data, static_cast<size_t>(bytes)); e != cudaSuccess) {
+    return CudaError(e, "cudaMalloc");
+  }
+  cudaIpcMemHandle_t handle;
+  if (cudaError_t e = cudaIpcGetMemHandle(&handle, data); e != cudaSuccess) {
+    cudaFree(data);
+    return CudaError(e, "cudaIpcGetMemHandle");
+  }
+  return std::unique_ptr<CudaDeviceRegion>(new CudaDeviceRegion(
+      device, static_cast<std::byte*>(data), bytes,
+      std::string(reinterpret_cast<const char*>(&handle), sizeof(handle))));
+}
+
+CudaDeviceRegion::~CudaDeviceRegion() {
+  cudaSetDevice(device_);
+  cudaFree(data_);
+}
+
+v1::RegisterRegionRequest CudaDeviceRegion::Registration(const std::string& region_name) const {
+  v1::RegisterRegionRequest r;
+  r.set_name(region_name);
+  r.set_byte_size(size_);
+  r.mutable_cuda()->set_ipc_handle(handle_);
+  r.mutable_cuda()->set_device_ordinal(device_);
+  return r;
+}
+
+absl::Status CudaDeviceRegion::CopyIn(int64_t offset, const void* host, int64_t bytes) {
+  if (offset < 0 || bytes < 0 || offset > size_ || bytes > size_ - offset) {
+    return absl::OutOfRangeError("copy outside the CUDA region");
+  }
+  cudaSetDevice(device_);
+  if (cudaError_t e = cudaMemcpy(data_ + offset, host, static_cast<size_t>(bytes),
+                                 cudaMemcpyHostToDevice);
+      e != cudaSuccess) {
+    return CudaError(e, "cudaMemcpy (to the CUDA region)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaDeviceRegion::CopyOut(int64_t offset, void* host, int64_t bytes) const {
+  if (offset < 0 || bytes < 0 || offset > size_ || bytes > size_ - offset) {
+    return absl::OutOfRangeError("copy outside the CUDA region");
+  }
+  cudaSetDevice(device_);
+  if (cudaError_t e = cudaMemcpy(host, data_ + offset, static_cast<size_t>(bytes),
+                                 cudaMemcpyDeviceToHost);
+      e != cudaSuccess) {
+    return CudaError(e, "cudaMemcpy (from the CUDA region)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace specverify::client

@@ -1,0 +1,85 @@
+#include "client/loadgen/region_transport.h"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+#if defined(SPECVERIFY_LOADGEN_CUDA)
+#include "client/cuda_region.h"
+#endif
+
+namespace specverify::loadgen {
+namespace {
+
+class ShmTransport final : public RegionTransport {
+ public:
+  explicit ShmTransport(std::unique_ptr<client::SharedMemoryRegion> shm) : shm_(std::move(shm)) {
+    writer_ = std::make_unique<client::RegionWriter>(kRegionName, shm_->data(), shm_->size());
+  }
+  absl::Status Publish() override { return absl::OkStatus(); }  // the servers map it as it is
+  v1::RegisterRegionRequest Registration() const override {
+    return shm_->Registration(kRegionName);
+  }
+  absl::Status Read(int64_t offset, int64_t bytes, std::string* out) const override {
+    out->assign(reinterpret_cast<const char*>(shm_->data() + offset), static_cast<size_t>(bytes));
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<client::SharedMemoryRegion> shm_;
+};
+
+#if defined(SPECVERIFY_LOADGEN_CUDA)
+class CudaTransport final : public RegionTransport {
+ public:
+  CudaTransport(std::unique_ptr<client::CudaDeviceRegion> device, int64_t bytes)
+      : device_(std::move(device)), image_(static_cast<size_t>(bytes)) {
+    writer_ = std::make_unique<client::RegionWriter>(kRegionName, image_.data(), bytes);
+  }
+  absl::Status Publish() override {
+    return device_->CopyIn(0, image_.data(), writer_->used());
+  }
+  v1::RegisterRegionRequest Registration() const override {
+    return device_->Registration(kRegionName);
+  }
+  absl::Status Read(int64_t offset, int64_t bytes, std::string* out) const override {
+    out->resize(static_cast<size_t>(bytes));
+    return device_->CopyOut(offset, out->data(), bytes);
+  }
+
+ private:
+  std::unique_ptr<client::CudaDeviceRegion> device_;
+  std::vector<std::byte> image_;
+};
+#endif
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<RegionTransport>> RegionTransport::Create(Transport kind,
+                                                                         int64_t bytes,
+                                                                         int device) {
+  if (kind == Transport::kShm) {
+    absl::StatusOr<std::unique_ptr<client::SharedMemoryRegion>> shm =
+        client::SharedMemoryRegion::Create(absl::StrCat("specverify-loadgen-", getpid()), bytes);
+    if (!shm.ok()) return shm.status();
+    return std::unique_ptr<RegionTransport>(new ShmTransport(*std::move(shm)));
+  }
+  if (kind == Transport::kCuda) {
+#if defined(SPECVERIFY_LOADGEN_CUDA)
+    absl::StatusOr<std::unique_ptr<client::CudaDeviceRegion>> region =
+        client::CudaDeviceRegion::Create(device, bytes);
+    if (!region.ok()) return region.status();
+    return std::unique_ptr<RegionTransport>(new CudaTransport(*std::move(region), bytes));
+#else
+    (void)device;
+    return absl::FailedPreconditionError(
+        "--transport=cuda needs a loadgen built with the CUDA toolkit");
+#endif
+  }
+  return absl::InvalidArgumentError("inline transport has no region");
+}
+
+}  // namespace specverify::loadgen

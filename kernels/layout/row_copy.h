@@ -1,0 +1,69 @@
+// Row copies of the zero-copy data plane (docs/DATA_PLANE.md), beside the
+// verify kernels of a batch and on the same stream:
+//
+//  * Gather: a batch whose draft KV rows live in workers' registered regions
+//    gets them copied, on the device, into the contiguous draft_kv layout of
+//    kernels/layout/ragged_batch.h. The verify-and-pack kernels then run
+//    unchanged; their fused path streams a tile's rows as one contiguous run
+//    (TMA bulk loads), which rows scattered over regions cannot offer.
+//  * Deliver: the packed rows of each request that asked for KV_RETURN_REGION
+//    are copied from the batch's packed buffer into that request's output
+//    tensor. How many rows a request packed is known only on the device
+//    (packed_row_offsets), so the copy reads the offsets there: no host sync.
+//
+// Both copy device memory to device memory (or to host memory the device
+// maps), never through the host. Each has a CPU reference beside it; the CPU
+// backend runs the references on host addresses.
+#ifndef SPECVERIFY_KERNELS_LAYOUT_ROW_COPY_H_
+#define SPECVERIFY_KERNELS_LAYOUT_ROW_COPY_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/status/status.h"
+
+
+namespace specverify {
+
+struct RowGatherParams {
+  int32_t num_sequences = 0;               // b
+  int64_t total_rows = 0;                  // host-known offsets[b]: sizes the grid
+  int32_t max_rows = 0;                    // host-known max gamma_i: sizes the grid
+  int64_t row_bytes = 0;                   // > 0
+  const int32_t* draft_offsets = nullptr;  // [b + 1], read-only
+  // [b] sequence i's gamma_i rows, contiguous, read-only.
+  const std::byte* const* sources = nullptr;
+  std::byte* rows = nullptr;               // [offsets[b] * row_bytes], write-only
+};
+
+// One output tensor: the rows [packed_row_offsets[first_sequence],
+// packed_row_offsets[first_sequence + num_sequences]) of the packed buffer go
+// to destination, in order.
+struct PackedDelivery {
+  int32_t first_sequence = 0;
+  int32_t num_sequences = 0;
+  int32_t max_rows = 0;                    // upper bound of the rows (sum of gamma)
+  int32_t reserved = 0;
+  std::byte* destination = nullptr;        // capacity max_rows * row_bytes
+};
+
+struct PackedDeliveryParams {
+  int32_t num_deliveries = 0;
+  int32_t max_rows = 0;                    // host-known max over deliveries: sizes the grid
+  int64_t row_bytes = 0;                   // > 0
+  const PackedDelivery* deliveries = nullptr;    // [num_deliveries], read-only
+  const int32_t* packed_row_offsets = nullptr;   // [b + 1], read-only (the pack's output)
+  const std::byte* packed_kv = nullptr;          // read-only
+};
+
+// Checks the host-known fields and that every pointer is set.
+absl::Status ValidateRowGather(const RowGatherParams& p);
+absl::Status ValidatePackedDelivery(const PackedDeliveryParams& p);
+
+// CPU references (host memory). The launchers are in row_copy_cuda.h.
+void ReferenceRowGather(const RowGatherParams& p);
+void ReferencePackedDelivery(const PackedDeliveryParams& p);
+
+}  // namespace specverify
+
+#endif  // SPECVERIFY_KERNELS_LAYOUT_ROW_COPY_H_

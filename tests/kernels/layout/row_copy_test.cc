@@ -1,0 +1,230 @@
+// The data plane's row copies (kernels/layout/row_copy.h): the CPU references
+// against hand-computed layouts, and the CUDA launchers against the CPU
+// references (skipped visibly without a GPU, built only with CUDA).
+#include "kernels/layout/row_copy.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <algorithm>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/workload/random.h"
+
+#if defined(SPECVERIFY_TEST_CUDA)
+#include <cuda_runtime_api.h>
+
+#include "kernels/common/cuda_status.h"
+#include "kernels/layout/row_copy_cuda.h"
+#endif
+
+namespace specverify {
+namespace {
+
+// A ragged batch whose sequence i has gamma[i] rows of `row_bytes`, each in
+// its own "region" buffer, every byte a function of (sequence, row, byte).
+struct Scattered {
+  std::vector<int32_t> offsets;
+  std::vector<std::vector<std::byte>> sources;
+  int64_t row_bytes;
+  std::byte Byte(int32_t seq, int64_t row, int64_t k) const {
+    return static_cast<std::byte>((seq * 131 + row * 17 + k * 7) & 0xFF);
+  }
+};
+
+Scattered MakeScattered(const std::vector<int32_t>& gammas, int64_t row_bytes) {
+  Scattered s;
+  s.row_bytes = row_bytes;
+  s.offsets.push_back(0);
+  for (size_t i = 0; i < gammas.size(); ++i) {
+    s.offsets.push_back(s.offsets.back() + gammas[i]);
+    std::vector<std::byte> rows(static_cast<size_t>(gammas[i] * row_bytes) + 1);  // +1: odd start
+    for (int64_t r = 0; r < gammas[i]; ++r) {
+      for (int64_t k = 0; k < row_bytes; ++k) {
+        rows[1 + r * row_bytes + k] = s.Byte(static_cast<int32_t>(i), r, k);
+      }
+    }
+    s.sources.push_back(std::move(rows));
+  }
+  return s;
+}
+
+TEST(RowCopyReferenceTest, GatherLaysEverySequencesRowsAtItsOffset) {
+  const Scattered s = MakeScattered({3, 1, 4, 2}, 24);
+  std::vector<const std::byte*> sources;
+  for (const auto& v : s.sources) sources.push_back(v.data() + 1);  // unaligned on purpose
+  std::vector<std::byte> rows(static_cast<size_t>(s.offsets.back() * s.row_bytes), std::byte{0xEE});
+  RowGatherParams p;
+  p.num_sequences = 4;
+  p.total_rows = s.offsets.back();
+  p.max_rows = 4;
+  p.row_bytes = s.row_bytes;
+  p.draft_offsets = s.offsets.data();
+  p.sources = sources.data();
+  p.rows = rows.data();
+  ASSERT_TRUE(ValidateRowGather(p).ok());
+  ReferenceRowGather(p);
+  for (int32_t i = 0; i < 4; ++i) {
+    for (int64_t r = 0; r < s.offsets[i + 1] - s.offsets[i]; ++r) {
+      for (int64_t k = 0; k < s.row_bytes; ++k) {
+        ASSERT_EQ(rows[(s.offsets[i] + r) * s.row_bytes + k], s.Byte(i, r, k))
+            << "sequence " << i << " row " << r << " byte " << k;
+      }
+    }
+  }
+}
+
+TEST(RowCopyReferenceTest, DeliveryCopiesEachRequestsPackedRowsAndNothingMore) {
+  constexpr int64_t kRowBytes = 8;
+  // 5 sequences, packed rows (k) 2, 0, 3, 1, 0; requests {0,1}, {2}, {3,4}.
+  const std::vector<int32_t> packed_offsets = {0, 2, 2, 5, 6, 6};
+  std::vector<std::byte> packed(6 * kRowBytes);
+  for (size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<std::byte>(i + 1);
+  std::vector<std::vector<std::byte>> outputs(3, std::vector<std::byte>(4 * kRowBytes, std::byte{0}));
+  std::vector<PackedDelivery> deliveries(3);
+  const int32_t first[] = {0, 2, 3}, count[] = {2, 1, 2};
+  for (int d = 0; d < 3; ++d) {
+    deliveries[d].first_sequence = first[d];
+    deliveries[d].num_sequences = count[d];
+    deliveries[d].max_rows = 4;
+    deliveries[d].destination = outputs[d].data();
+  }
+  PackedDeliveryParams p;
+  p.num_deliveries = 3;
+  p.max_rows = 4;
+  p.row_bytes = kRowBytes;
+  p.deliveries = deliveries.data();
+  p.packed_row_offsets = packed_offsets.data();
+  p.packed_kv = packed.data();
+  ASSERT_TRUE(ValidatePackedDelivery(p).ok());
+  ReferencePackedDelivery(p);
+  const int64_t rows_of[] = {2, 3, 1}, first_row[] = {0, 2, 5};
+  for (int d = 0; d < 3; ++d) {
+    for (int64_t b = 0; b < 4 * kRowBytes; ++b) {
+      const std::byte expected = b < rows_of[d] * kRowBytes
+                                     ? packed[first_row[d] * kRowBytes + b]
+                                     : std::byte{0};  // past the packed rows: untouched
+      ASSERT_EQ(outputs[d][b], expected) << "delivery " << d << " byte " << b;
+    }
+  }
+}
+
+TEST(RowCopyReferenceTest, ValidationNamesWhatIsMissing) {
+  RowGatherParams g;
+  g.num_sequences = 1;
+  g.row_bytes = 0;
+  EXPECT_FALSE(ValidateRowGather(g).ok());
+  g.row_bytes = 4;
+  EXPECT_FALSE(ValidateRowGather(g).ok());  // pointers unset
+  PackedDeliveryParams d;
+  d.num_deliveries = 1;
+  d.row_bytes = 4;
+  EXPECT_FALSE(ValidatePackedDelivery(d).ok());
+}
+
+#if defined(SPECVERIFY_TEST_CUDA)
+
+class RowCopyCudaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device visible: GPU parity tests skipped";
+  }
+  template <typename T>
+  T* Device(const T* host, size_t count) {
+    void* d = nullptr;
+    EXPECT_EQ(cudaMalloc(&d, std::max<size_t>(count, 1) * sizeof(T)), cudaSuccess);
+    if (host != nullptr && count > 0) {
+      EXPECT_EQ(cudaMemcpy(d, host, count * sizeof(T), cudaMemcpyHostToDevice), cudaSuccess);
+    }
+    owned_.push_back(d);
+    return static_cast<T*>(d);
+  }
+  void TearDown() override {
+    for (void* p : owned_) cudaFree(p);
+  }
+  std::vector<void*> owned_;
+};
+
+// Ragged batches with row sizes of every alignment: the device gather, then
+// the device delivery of a simulated pack, equal the CPU references.
+TEST_F(RowCopyCudaTest, GatherAndDeliveryMatchTheReferences) {
+  for (int64_t row_bytes : {1, 6, 16, 100, 4096}) {
+    SplitMix64 rng(static_cast<uint64_t>(row_bytes));
+    std::vector<int32_t> gammas(37);
+    for (int32_t& g : gammas) g = 1 + static_cast<int32_t>(rng.NextBelow(12));
+    const Scattered s = MakeScattered(gammas, row_bytes);
+    const int64_t total = s.offsets.back();
+    std::vector<const std::byte*> host_sources, device_sources;
+    for (const auto& v : s.sources) {
+      host_sources.push_back(v.data() + 1);
+      device_sources.push_back(Device(v.data(), v.size()) + 1);
+    }
+    std::vector<std::byte> expected(static_cast<size_t>(total * row_bytes));
+    RowGatherParams p;
+    p.num_sequences = static_cast<int32_t>(gammas.size());
+    p.total_rows = total;
+    p.max_rows = 12;
+    p.row_bytes = row_bytes;
+    p.draft_offsets = s.offsets.data();
+    p.sources = host_sources.data();
+    p.rows = expected.data();
+    ReferenceRowGather(p);
+    p.draft_offsets = Device(s.offsets.data(), s.offsets.size());
+    p.sources = Device(device_sources.data(), device_sources.size());
+    p.rows = Device<std::byte>(nullptr, expected.size());
+    ASSERT_EQ(LaunchRowGather(p, nullptr), cudaSuccess);
+    std::vector<std::byte> gathered(expected.size());
+    ASSERT_EQ(cudaMemcpy(gathered.data(), p.rows, gathered.size(), cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    ASSERT_EQ(gathered, expected) << "gather, row_bytes " << row_bytes;
+
+    // Delivery: requests of 1-3 sequences, k_i <= gamma_i, the gathered rows
+    // as the packed buffer.
+    std::vector<int32_t> packed_offsets = {0};
+    for (int32_t g : gammas) {
+      packed_offsets.push_back(packed_offsets.back() + static_cast<int32_t>(rng.NextBelow(static_cast<uint64_t>(g) + 1)));
+    }
+    std::vector<PackedDelivery> host_d, dev_d;
+    std::vector<std::vector<std::byte>> host_out;
+    std::vector<std::byte*> dev_out;
+    for (int32_t first = 0; first < p.num_sequences;) {
+      const int32_t n = std::min<int32_t>(p.num_sequences - first,
+                                          1 + static_cast<int32_t>(rng.NextBelow(3)));
+      const int32_t max_rows = s.offsets[first + n] - s.offsets[first];
+      host_out.emplace_back(static_cast<size_t>(max_rows * row_bytes), std::byte{0x5A});
+      dev_out.push_back(Device(host_out.back().data(), host_out.back().size()));
+      PackedDelivery d{first, n, max_rows, 0, nullptr};
+      host_d.push_back(d);
+      dev_d.push_back(d);
+      first += n;
+    }
+    for (size_t i = 0; i < host_d.size(); ++i) {
+      host_d[i].destination = host_out[i].data();
+      dev_d[i].destination = dev_out[i];
+    }
+    PackedDeliveryParams q;
+    q.num_deliveries = static_cast<int32_t>(host_d.size());
+    q.max_rows = 36;
+    q.row_bytes = row_bytes;
+    q.deliveries = host_d.data();
+    q.packed_row_offsets = packed_offsets.data();
+    q.packed_kv = expected.data();
+    ReferencePackedDelivery(q);
+    q.deliveries = Device(dev_d.data(), dev_d.size());
+    q.packed_row_offsets = Device(packed_offsets.data(), packed_offsets.size());
+    q.packed_kv = p.rows;
+    ASSERT_EQ(LaunchPackedDelivery(q, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (size_t i = 0; i < host_d.size(); ++i) {
+      std::vector<std::byte> got(host_out[i].size());
+      ASSERT_EQ(cudaMemcpy(got.data(), dev_out[i], got.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      ASSERT_EQ(got, host_out[i]) << "delivery " << i << ", row_bytes " << row_bytes;
+    }
+  }
+}
+
+#endif  // SPECVERIFY_TEST_CUDA
+
+}  // namespace
+}  // namespace specverify

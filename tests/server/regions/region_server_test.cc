@@ -1,0 +1,382 @@
+// The co-located data plane end to end (docs/DATA_PLANE.md): a real server on
+// loopback and a real client that registers POSIX shared memory, sends
+// requests whose tensors are TensorRefs into it, and takes packed rows back
+// into it (KV_RETURN_REGION). Parameterized by --device: the CPU backend
+// always; the CUDA executor (shared memory mapped for the device) when a GPU
+// is visible, skipped visibly otherwise. CUDA IPC regions are tested by
+// tests/server/cuda/cuda_region_test.cc.
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "client/greedy_requests.h"
+#include "client/region.h"
+#include "client/sampled_requests.h"
+#include "client/verifier_client.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "kernels/workload/greedy_workload.h"
+#include "kernels/workload/sampling_workload.h"
+#include "server/app/verifier_server.h"
+#include "tests/testing/status_matchers.h"
+
+namespace specverify::server {
+namespace {
+
+using ::specverify::client::BuildGreedyRequest;
+using ::specverify::client::CheckGreedyResponse;
+using ::specverify::client::GreedyCheckOptions;
+using ::specverify::client::GreedyRequestOptions;
+using ::specverify::client::RegionWriter;
+using ::specverify::client::SharedMemoryRegion;
+using ::specverify::client::VerifierClient;
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// A shm name unique to this process and test, so parallel CTest runs never
+// collide in /dev/shm.
+std::string UniqueShmName(const std::string& tag) {
+  static int counter = 0;
+  return absl::StrCat("specverify-test-", getpid(), "-", tag, "-", counter++);
+}
+
+class RegionServerTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    options_.listen_address = "127.0.0.1:0";
+    options_.metrics_address = "";
+    options_.device = GetParam();
+    options_.max_batch_sequences = 64;
+    options_.max_sequences_per_request = 16;
+    options_.kv_arena_bytes = 16 << 20;
+    options_.cpu_threads = 2;
+    options_.max_regions = 4;
+    options_.max_region_bytes = 64 << 20;
+  }
+  void TearDown() override {
+    if (server_ != nullptr) (void)server_->Shutdown(absl::Seconds(5));
+  }
+  void Start() {
+    absl::StatusOr<std::unique_ptr<VerifierServer>> server =
+        VerifierServer::Start(options_, &metrics_);
+    if (!server.ok() && GetParam() != "cpu") {
+      GTEST_SKIP() << "no " << GetParam() << " backend here: " << server.status();
+    }
+    ASSERT_THAT(server, IsOk());
+    server_ = *std::move(server);
+    client::VerifierClientOptions c;
+    c.address = server_->local_address();
+    c.default_deadline = absl::Seconds(20);
+    client_ = *VerifierClient::Create(c);
+  }
+  // A registered shm region of `bytes` named `name`.
+  std::unique_ptr<SharedMemoryRegion> Register(const std::string& name, int64_t bytes) {
+    absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> shm =
+        SharedMemoryRegion::Create(UniqueShmName(name), bytes);
+    EXPECT_THAT(shm, IsOk());
+    EXPECT_THAT(client_->RegisterRegion((*shm)->Registration(name)), IsOk());
+    return *std::move(shm);
+  }
+
+  GreedyWorkload Greedy(int32_t sequences, int64_t row_bytes, uint64_t seed) {
+    GreedyWorkloadOptions w;
+    w.num_sequences = sequences;
+    w.gamma_min = 1;
+    w.gamma_max = 9;
+    w.alpha = 0.7;
+    w.row_bytes = row_bytes;
+    w.vocab_size = 5000;
+    w.seed = seed;
+    return *GenerateGreedyWorkload(w);
+  }
+
+  ServerOptions options_;
+  NoopServerMetrics metrics_;
+  std::unique_ptr<VerifierServer> server_;
+  std::unique_ptr<VerifierClient> client_;
+};
+
+TEST_P(RegionServerTest, RegisterListUnregisterLifecycle) {
+  Start();
+  if (server_ == nullptr) return;
+  auto shm = Register("kv", 1 << 20);
+  absl::StatusOr<v1::ListRegionsResponse> list = client_->ListRegions();
+  ASSERT_THAT(list, IsOk());
+  ASSERT_EQ(list->regions_size(), 1);
+  EXPECT_EQ(list->regions(0).name(), "kv");
+  EXPECT_EQ(list->regions(0).kind(), v1::REGION_KIND_SYSTEM);
+  EXPECT_EQ(list->regions(0).byte_size(), 1 << 20);
+  EXPECT_EQ(list->regions(0).requests_in_flight(), 0);
+  absl::StatusOr<v1::ServerInfo> info = client_->GetServerInfo();
+  ASSERT_THAT(info, IsOk());
+  EXPECT_EQ(info->regions_size(), 1);
+  EXPECT_EQ(info->limits().max_regions(), 4);
+  EXPECT_THAT(info->region_kinds(), ::testing::Contains("system"));
+
+  EXPECT_THAT(client_->RegisterRegion(shm->Registration("kv")),
+              StatusIs(absl::StatusCode::kAlreadyExists, HasSubstr("kv")));
+  EXPECT_THAT(client_->UnregisterRegion("kv"), IsOk());
+  EXPECT_THAT(client_->UnregisterRegion("kv"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("kv")));
+  list = client_->ListRegions();
+  ASSERT_THAT(list, IsOk());
+  EXPECT_EQ(list->regions_size(), 0);
+}
+
+TEST_P(RegionServerTest, RegistrationErrorsNameTheFieldAndLimit) {
+  Start();
+  if (server_ == nullptr) return;
+  auto shm = *SharedMemoryRegion::Create(UniqueShmName("small"), 4096);
+  v1::RegisterRegionRequest r = shm->Registration("bad/name");
+  EXPECT_THAT(client_->RegisterRegion(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("region name")));
+  r = shm->Registration("missing");
+  r.mutable_system()->set_shm_name(UniqueShmName("never-created"));
+  EXPECT_THAT(client_->RegisterRegion(r),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("system.shm_name")));
+  r = shm->Registration("too-big");
+  r.set_byte_size(8192);
+  EXPECT_THAT(client_->RegisterRegion(r),
+              StatusIs(absl::StatusCode::kOutOfRange, HasSubstr("4096-byte")));
+  r = shm->Registration("over-limit");
+  r.set_byte_size(int64_t{65} << 20);
+  EXPECT_THAT(client_->RegisterRegion(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("max_region_bytes")));
+  v1::RegisterRegionRequest none;
+  none.set_name("none");
+  none.set_byte_size(16);
+  EXPECT_THAT(client_->RegisterRegion(none),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("memory is not set")));
+  if (GetParam() == "cpu") {
+    v1::RegisterRegionRequest cuda;
+    cuda.set_name("gpu");
+    cuda.set_byte_size(16);
+    cuda.mutable_cuda()->set_ipc_handle(std::string(64, 'x'));
+    EXPECT_THAT(client_->RegisterRegion(cuda),
+                StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("CUDA backend")));
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_THAT(client_->RegisterRegion(shm->Registration(absl::StrCat("r", i))), IsOk());
+  }
+  EXPECT_THAT(client_->RegisterRegion(shm->Registration("r4")),
+              StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("max_regions=4")));
+}
+
+// Greedy requests with KV rows in a region and the packed rows returned into
+// it: the same answers and bytes as the workload's oracle, and no payload
+// byte copied on the host but the tokens.
+TEST_P(RegionServerTest, GreedyRowsInAndOutOfARegionMatchTheOracle) {
+  Start();
+  if (server_ == nullptr) return;
+  constexpr int64_t kRowBytes = 96;
+  const GreedyWorkload w = Greedy(24, kRowBytes, 7);
+  auto shm = Register("worker", 8 << 20);
+  RegionWriter writer("worker", shm->data(), shm->size());
+  constexpr int32_t kPerRequest = 4;
+  for (int32_t first = 0; first < w.num_sequences(); first += kPerRequest) {
+    GreedyRequestOptions o;
+    o.first_sequence = first;
+    o.num_sequences = kPerRequest;
+    o.kv_return = v1::KV_RETURN_INLINE;
+    v1::VerifyRequest request = *BuildGreedyRequest(w, o);
+    writer.Reset();
+    ASSERT_THAT(writer.MoveInputsToRegion(&request, /*return_into_region=*/true), IsOk());
+    ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
+    // Poison the output so rows that were not written show.
+    const int64_t out = request.kv_output().offset_bytes();
+    std::memset(shm->data() + out, 0xA5, request.kv_output().shape(0) * kRowBytes);
+    absl::StatusOr<v1::VerifyResponse> response = client_->Verify(request);
+    ASSERT_THAT(response, IsOk());
+    EXPECT_TRUE(response->kv_inline().empty());
+    EXPECT_FALSE(response->has_kv());
+    int64_t rows = 0;
+    int64_t token_bytes = 0;
+    for (int32_t i = 0; i < kPerRequest; ++i) {
+      rows += response->results(i).kv_row_count();
+      token_bytes += 4 * (2 * w.gamma(first + i) + 1);
+    }
+    // The answer as if inline: the region's rows in kv_inline, then the oracle.
+    v1::VerifyResponse as_inline = *response;
+    as_inline.set_kv_inline(std::string(reinterpret_cast<const char*>(shm->data() + out),
+                                        static_cast<size_t>(rows * kRowBytes)));
+    GreedyCheckOptions check;
+    check.first_sequence = first;
+    check.num_sequences = kPerRequest;
+    check.kv_return = v1::KV_RETURN_INLINE;
+    EXPECT_THAT(CheckGreedyResponse(w, check, as_inline), IsOk()) << "sequences " << first;
+    // Rows past the packed count are untouched.
+    if (rows < request.kv_output().shape(0)) {
+      EXPECT_EQ(static_cast<unsigned char>(shm->data()[out + rows * kRowBytes]), 0xA5);
+    }
+    EXPECT_EQ(response->timing().host_copy_in_bytes(), token_bytes);
+    EXPECT_EQ(response->timing().host_copy_out_bytes(), 0);
+  }
+  absl::StatusOr<v1::ListRegionsResponse> list = client_->ListRegions();
+  ASSERT_THAT(list, IsOk());
+  EXPECT_EQ(list->regions(0).requests_total(), w.num_sequences() / kPerRequest);
+  EXPECT_EQ(list->regions(0).requests_in_flight(), 0);
+}
+
+// Sampled requests whose distribution rows are read in place: bit-identical
+// answers to the CPU reference (the same oracle as inline requests).
+TEST_P(RegionServerTest, SampledRowsReadInPlaceMatchTheReference) {
+  Start();
+  if (server_ == nullptr) return;
+  for (bool draft_probs : {false, true}) {
+    SamplingWorkloadOptions o;
+    o.num_sequences = 12;
+    o.gamma_min = 1;
+    o.gamma_max = 6;
+    o.vocab_size = 1000;
+    o.dtype = SampleDtype::kFloat32;
+    o.kind = SampleValueKind::kProbabilities;
+    o.shape = DistributionShape::kMixed;
+    o.has_draft_probs = draft_probs;
+    o.sequences_per_request = 3;
+    o.seed = draft_probs ? 11 : 12;
+    const SamplingWorkload w = *GenerateSamplingWorkload(o);
+    client::SampledRequestSettings settings;
+    settings.kv_row_bytes = 64;
+    settings.kv_return = v1::KV_RETURN_INLINE;
+    const RejectionHostOutputs expected = client::SampledReference(w, settings);
+    auto shm = Register(draft_probs ? "dist-q" : "dist", 16 << 20);
+    RegionWriter writer(draft_probs ? "dist-q" : "dist", shm->data(), shm->size());
+    for (int32_t r = 0; r < client::SampledRequestCount(w); ++r) {
+      v1::VerifyRequest request = *client::BuildSampledRequest(w, r, settings);
+      writer.Reset();
+      ASSERT_THAT(writer.MoveInputsToRegion(&request, /*return_into_region=*/false), IsOk());
+      ASSERT_TRUE(request.sequences(0).sampled().target().has_values_ref());
+      absl::StatusOr<v1::VerifyResponse> response = client_->Verify(request);
+      if (!client::ExpectedRequestStatus(w, r, expected).ok()) {
+        EXPECT_THAT(response, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence")));
+        continue;
+      }
+      ASSERT_THAT(response, IsOk());
+      EXPECT_THAT(client::CheckSampledResponse(w, r, settings, expected, *response), IsOk())
+          << "request " << r << " draft_probs " << draft_probs;
+      // Distribution and KV rows stayed in the region: only tokens and the
+      // per-sequence parameters crossed the host.
+      EXPECT_LT(response->timing().host_copy_in_bytes(), 1024);
+    }
+  }
+}
+
+TEST_P(RegionServerTest, BadReferencesAreRefusedNamingTheField) {
+  Start();
+  if (server_ == nullptr) return;
+  const GreedyWorkload w = Greedy(2, 64, 3);
+  auto shm = Register("worker", 1 << 16);
+  RegionWriter writer("worker", shm->data(), shm->size());
+  GreedyRequestOptions o;
+  o.num_sequences = 2;
+  o.kv_return = v1::KV_RETURN_INLINE;
+  v1::VerifyRequest base = *BuildGreedyRequest(w, o);
+  ASSERT_THAT(writer.MoveInputsToRegion(&base, /*return_into_region=*/true), IsOk());
+  ASSERT_THAT(client_->Verify(base), IsOk());
+
+  v1::VerifyRequest r = base;
+  r.mutable_sequences(1)->mutable_draft_kv_ref()->set_region("nobody");
+  EXPECT_THAT(client_->Verify(r), StatusIs(absl::StatusCode::kNotFound,
+                                           HasSubstr("sequences[1].draft_kv_ref.region")));
+  r = base;
+  r.mutable_sequences(0)->mutable_draft_kv_ref()->set_offset_bytes((1 << 16) - 64);
+  EXPECT_THAT(client_->Verify(r), StatusIs(absl::StatusCode::kOutOfRange,
+                                           HasSubstr("sequences[0].draft_kv_ref")));
+  r = base;
+  r.mutable_kv_output()->set_offset_bytes(r.sequences(0).draft_kv_ref().offset_bytes());
+  EXPECT_THAT(client_->Verify(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("overlaps")));
+  r = base;
+  r.mutable_kv_output()->set_shape(0, 1);
+  EXPECT_THAT(client_->Verify(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("kv_output.shape[0]")));
+  r = base;
+  r.clear_kv_output();
+  EXPECT_THAT(client_->Verify(r),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("kv_output is not set")));
+  r = base;
+  r.set_kv_return(v1::KV_RETURN_INLINE);
+  EXPECT_THAT(client_->Verify(r), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("kv_return is not REGION")));
+}
+
+TEST_P(RegionServerTest, MisalignedDistributionRowsAreRefused) {
+  Start();
+  if (server_ == nullptr) return;
+  SamplingWorkloadOptions o;
+  o.num_sequences = 1;
+  o.vocab_size = 64;
+  o.sequences_per_request = 1;
+  const SamplingWorkload w = *GenerateSamplingWorkload(o);
+  auto shm = Register("dist", 1 << 16);
+  RegionWriter writer("dist", shm->data(), shm->size());
+  v1::VerifyRequest r = *client::BuildSampledRequest(w, 0, client::SampledRequestSettings{});
+  ASSERT_THAT(writer.MoveInputsToRegion(&r, false), IsOk());
+  r.mutable_sequences(0)->mutable_sampled()->mutable_target()->mutable_values_ref()->set_offset_bytes(4);
+  EXPECT_THAT(client_->Verify(r),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sequences[0].sampled.target.values_ref.offset_bytes is 4")));
+}
+
+// Unregistering a region that a queued request uses: the name goes at once,
+// the memory stays mapped until that request has been answered, correctly.
+TEST_P(RegionServerTest, UnregisterWhileQueuedFinishesTheRequestFirst) {
+  options_.preferred_batch_sequences = 60;     // the request waits for company...
+  options_.max_queue_delay_us = 400'000;       // ...for up to 400 ms
+  Start();
+  if (server_ == nullptr) return;
+  const GreedyWorkload w = Greedy(3, 128, 5);
+  auto shm = Register("worker", 1 << 20);
+  RegionWriter writer("worker", shm->data(), shm->size());
+  GreedyRequestOptions o;
+  o.num_sequences = 3;
+  o.kv_return = v1::KV_RETURN_INLINE;
+  v1::VerifyRequest request = *BuildGreedyRequest(w, o);
+  ASSERT_THAT(writer.MoveInputsToRegion(&request, true), IsOk());
+  absl::Notification answered;
+  absl::StatusOr<v1::VerifyResponse> response = absl::UnknownError("none");
+  client_->VerifyAsync(request, [&](absl::StatusOr<v1::VerifyResponse> r) {
+    response = std::move(r);
+    answered.Notify();
+  });
+  // Wait until the server holds the request (its use is counted).
+  for (int i = 0; i < 200; ++i) {
+    absl::StatusOr<v1::ListRegionsResponse> list = client_->ListRegions();
+    if (list.ok() && list->regions_size() == 1 && list->regions(0).requests_in_flight() == 1) {
+      break;
+    }
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  absl::StatusOr<int32_t> in_flight = client_->UnregisterRegion("worker");
+  ASSERT_THAT(in_flight, IsOk());
+  EXPECT_EQ(*in_flight, 1);
+  EXPECT_EQ(client_->ListRegions()->regions_size(), 0);
+  // A new request cannot use it any more.
+  EXPECT_THAT(client_->Verify(request), StatusIs(absl::StatusCode::kNotFound, HasSubstr("worker")));
+  answered.WaitForNotification();
+  ASSERT_THAT(response, IsOk());
+  const int64_t out = request.kv_output().offset_bytes();
+  int64_t rows = 0;
+  for (const auto& result : response->results()) rows += result.kv_row_count();
+  v1::VerifyResponse as_inline = *response;
+  as_inline.set_kv_inline(std::string(reinterpret_cast<const char*>(shm->data() + out),
+                                      static_cast<size_t>(rows * 128)));
+  GreedyCheckOptions check;
+  check.num_sequences = 3;
+  check.kv_return = v1::KV_RETURN_INLINE;
+  EXPECT_THAT(CheckGreedyResponse(w, check, as_inline), IsOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, RegionServerTest, ::testing::Values("cpu", "cuda:0"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return info.param == "cpu" ? std::string("cpu") : std::string("cuda");
+                         });
+
+}  // namespace
+}  // namespace specverify::server
