@@ -168,9 +168,9 @@ class TinyLM(nn.Module):
 PRESETS = {
     "ci": {
         "target": (dict(d_model=64, n_layers=2, n_heads=4, d_ff=256),
-                   TrainConfig(steps=200, batch=16, context=64, seed=0)),
+                   TrainConfig(steps=150, batch=16, context=48, lr=1e-2, seed=0)),
         "draft": (dict(d_model=32, n_layers=1, n_heads=2, d_ff=128),
-                  TrainConfig(steps=200, batch=16, context=64, seed=1)),
+                  TrainConfig(steps=150, batch=16, context=48, lr=1e-2, seed=1)),
     },
     "full": {
         "target": (dict(d_model=256, n_layers=4, n_heads=8, d_ff=1024),
