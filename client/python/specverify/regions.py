@@ -132,8 +132,20 @@ class ShmRegion(Region):
         client created it. Every numpy view of it must be gone first (Python
         refuses to unmap exported buffers)."""
         self._base = None
-        self.shm.close()
+        try:
+            self.shm.close()
+        except BufferError:
+            # Views are still alive: the mapping must stay; remove the name
+            # anyway so that nothing is left in /dev/shm once they are gone.
+            self._unlink()
+            raise BufferError(f"region {self.name}: numpy views of it are still alive; "
+                              f"{self.shm_name} was unlinked, its mapping stays until they "
+                              f"are gone") from None
+        self._unlink()
+
+    def _unlink(self):
         if self._owner:
+            self._owner = False
             try:
                 self.shm.unlink()
             except FileNotFoundError:
