@@ -18,7 +18,7 @@
 #      test_shm_regions and test_client (CPU server) -> tests.log;
 #   2. the worker with models on the GPU against a --device=cuda:0 server,
 #      trained there (preset "full"):
-#      a. float64: greedy lossless check (5 prompts x gamma 2,4,8, 96 tokens)
+#      a. float64: greedy lossless check (4 prompts x gamma 2,4,8, 96 tokens)
 #         and the sampled first-token chi-square (2000 runs), CUDA regions;
 #      b. float32 benchmark, CUDA regions and inline: acceptance, tokens/s
 #         with and without speculation, draft / target / verify time;
@@ -66,8 +66,10 @@ status=0
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
   nproc
 } | tee "$out/machine.txt"
-if ! "$py" -c 'import google.protobuf' 2> /dev/null; then
-  echo "python has no protobuf: using the bundled pure-Python protobuf 3.21" | tee -a "$out/machine.txt"
+# The stubs come from protoc 3.21: use the machine's protobuf if it takes
+# them, else the bundled pure-Python protobuf of the same version.
+if ! "$py" -c 'from specverify.v1 import verifier_pb2, verifier_pb2_grpc' > "$out/protobuf-check.log" 2>&1; then
+  echo "python's protobuf does not load the stubs (protobuf-check.log): using the bundled pure-Python protobuf 3.21" | tee -a "$out/machine.txt"
   export PYTHONPATH=$PYTHONPATH:$bundle/pyfallback
   export PROTOCOL_BUFFERS_PYTHON_IMPLEMENTATION=python
 fi

@@ -120,8 +120,11 @@ def read_exported(ipc_handle, device_ordinal, offset, nbytes):
         handle = _IpcMemHandle()
         ctypes.memmove(handle.reserved, ipc_handle, IPC_HANDLE_BYTES)
         base = ctypes.c_uint64()
-        d.call("cuIpcOpenMemHandle", ctypes.byref(base), handle,
-               ctypes.c_uint(_CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS))
+        # The handle travels by value (a 64-byte struct): say so to ctypes.
+        open_handle = d._fn("cuIpcOpenMemHandle")
+        open_handle.argtypes = [ctypes.POINTER(ctypes.c_uint64), _IpcMemHandle, ctypes.c_uint]
+        d._check(open_handle(ctypes.byref(base), handle, _CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+                 "cuIpcOpenMemHandle")
         try:
             out = ctypes.create_string_buffer(nbytes)
             d.call("cuMemcpyDtoH", out, ctypes.c_uint64(base.value + offset),
