@@ -62,6 +62,7 @@ class Decoded:
     proposed: int = 0
     accepted: int = 0
     timings: Timings = field(default_factory=Timings)
+    state: object = None  # the sequence's final _State (tokens, caches)
 
 
 class Staging:
@@ -240,7 +241,18 @@ class SpeculativeDecoder:
         _sync(self.device)
         out.timings.total = time.perf_counter() - start
         out.tokens = state.tokens[len(prompt):len(prompt) + max_new_tokens]
+        out.state = state
         return out
+
+    def draft_cache_error(self, state):
+        """Largest absolute difference between the draft cache as committed
+        (prompt rows computed here, then the packed rows the server returned)
+        and the draft's KV recomputed from scratch over the same tokens: a
+        wrong, missing or misordered packed row shows here, while the greedy
+        output would stay lossless (a bad draft only lowers acceptance)."""
+        fresh = self.draft.empty_cache(state.dn)
+        _, rows = self.draft.step(state.tokens[:state.dn], fresh[:0])
+        return float((rows - state.dcache[:state.dn]).abs().max())
 
 
 class _State:

@@ -79,16 +79,22 @@ def check_greedy(target, draft, verifier, args, corpus, log):
             finally:
                 dec.close()
             same = got.tokens == expected
+            # The committed draft KV against a recomputation (see
+            # SpeculativeDecoder.draft_cache_error); float64 rounding only.
+            kv_error = dec.draft_cache_error(got.state)
+            kv_ok = kv_error < args.kv_tolerance
             first = next((i for i, (a, b) in enumerate(zip(got.tokens, expected)) if a != b),
                          None)
             rows.append({"prompt": prompt_text, "gamma": gamma, "identical": same,
-                         "first_difference": first,
+                         "first_difference": first, "draft_kv_max_error": kv_error,
                          "acceptance": got.accepted / max(1, got.proposed)})
             log(f"greedy gamma={gamma} prompt={prompt_text!r}: "
                 f"{'identical' if same else f'DIFFERS at {first}'} "
-                f"({got.accepted}/{got.proposed} accepted) -> {corpus.decode(got.tokens)!r}")
-            if not same:
-                failures.append((prompt_text, gamma, first))
+                f"({got.accepted}/{got.proposed} accepted), committed draft KV "
+                f"{'matches' if kv_ok else 'DIFFERS'} (max error {kv_error:.1e}) -> "
+                f"{corpus.decode(got.tokens)!r}")
+            if not same or not kv_ok:
+                failures.append((prompt_text, gamma, first, kv_error))
     return rows, failures
 
 
@@ -232,6 +238,9 @@ def main():
     ap.add_argument("--modes", default="greedy,sampled")
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--check-greedy", action="store_true")
+    ap.add_argument("--kv-tolerance", type=float, default=None,
+                    help="largest difference between the committed draft KV and a "
+                         "recomputation (default 1e-9 in float64, 1e-3 in float32)")
     ap.add_argument("--check-sampled", type=int, default=0, metavar="RUNS")
     ap.add_argument("--sampled-prompt", default="the ")
     ap.add_argument("--bench", action="store_true")
@@ -242,6 +251,8 @@ def main():
     args = ap.parse_args()
     args.gamma = [int(g) for g in args.gamma.split(",")]
     args.modes = args.modes.split(",")
+    if args.kv_tolerance is None:
+        args.kv_tolerance = 1e-9 if args.dtype == "float64" else 1e-3
     if args.threads:
         torch.set_num_threads(args.threads)
 
