@@ -31,8 +31,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-import specverify
-
 
 def _sync(device):
     if device.type == "cuda":

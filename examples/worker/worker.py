@@ -16,7 +16,6 @@ import math
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import torch

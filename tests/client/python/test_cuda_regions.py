@@ -45,10 +45,12 @@ sys.stdout.write(data.hex())
 @unittest.skipUnless(CUDA, WHY)
 class CudaExportTest(unittest.TestCase):
     def test_offset_agrees_with_torch_and_another_process_reads_the_bytes(self):
-        # A tensor in the middle of a larger caching-allocator block, itself a
-        # view with a storage offset: both offsets must be accounted for.
-        keep = torch.empty(3 << 20, dtype=torch.uint8, device="cuda")  # noqa: F841
-        big = torch.arange(1 << 20, dtype=torch.int32, device="cuda")
+        # A view with a storage offset, of a storage that the caching
+        # allocator carved out of a 2 MiB segment after another small one
+        # (allocations under 1 MiB share segments): both the block's offset
+        # in its cudaMalloc allocation and the view's offset count.
+        before = torch.empty(200_000, dtype=torch.uint8, device="cuda")
+        big = torch.arange(100_000, dtype=torch.int32, device="cuda")
         tensor = big[12345:12345 + 4096]
         region = specverify.CudaRegion("probe", tensor)
         self.assertEqual(region.byte_size, 4096 * 4)
@@ -68,6 +70,9 @@ class CudaExportTest(unittest.TestCase):
             check=True, capture_output=True, timeout=120).stdout
         got = np.frombuffer(bytes.fromhex(out.decode()), dtype=np.int32)
         np.testing.assert_array_equal(got, np.arange(12345, 12345 + 4096, dtype=np.int32))
+        print(f"block offset in its allocation {storage_offset_in_allocation} B, view offset "
+              f"{tensor.storage_offset() * 4} B, allocation {region.allocation_size} B")
+        del before
 
     def test_tensors_inside_the_region_are_references(self):
         memory = torch.zeros(1 << 16, dtype=torch.uint8, device="cuda")
