@@ -198,8 +198,12 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
   if (options.use_tls && !options.tls_server_name.empty()) {
     args.SetSslTargetNameOverride(options.tls_server_name);
   }
+  if (!options.load_balancing_policy.empty()) {
+    args.SetLoadBalancingPolicyName(options.load_balancing_policy);
+  }
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(options.address, credentials, args);
   return std::unique_ptr<VerifierClient>(new VerifierClient(options, std::move(channel)));
 }

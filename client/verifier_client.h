@@ -28,8 +28,15 @@ class Status;
 namespace specverify::client {
 
 struct VerifierClientOptions {
-  // host:port, e.g. "localhost:50051" or "unix:/tmp/sv.sock".
+  // host:port, e.g. "localhost:50051" or "unix:/tmp/sv.sock"; for several
+  // replicas, "dns:///specverify.<ns>.svc.cluster.local:50051" (a headless
+  // Service) with load_balancing_policy "round_robin" (docs/DEPLOY.md).
   std::string address;
+  // gRPC's client-side load-balancing policy: "" (gRPC's default,
+  // pick_first: one replica) or "round_robin" (every address the name
+  // resolves to). KV handles live on one replica: with round_robin take rows
+  // inline or into a region, not by handle.
+  std::string load_balancing_policy;
   bool use_tls = false;
   // PEM root certificates for TLS; empty means the system's roots.
   std::string tls_root_cert_file;
@@ -40,6 +47,11 @@ struct VerifierClientOptions {
   std::string tls_server_name;
   // Largest message sent or received (KV rows travel inline or in chunks).
   int64_t max_message_bytes = 64 << 20;
+  // A TCP connection of this client's own. gRPC otherwise shares one
+  // connection among the channels of a process that have the same target and
+  // arguments; a server without mutual TLS counts per-client limits per
+  // connection (docs/SERVER.md), so separate clients in one process want it.
+  bool own_connection = false;
   // Deadline of each call that does not pass its own; zero or infinite means
   // none.
   absl::Duration default_deadline = absl::Seconds(30);
