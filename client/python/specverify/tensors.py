@@ -61,9 +61,10 @@ def wire_dtype(dtype):
 
 
 class Typed:
-    """An array whose elements carry a wire dtype that numpy has no type for:
-    ``Typed(raw_uint16_array, "bfloat16")`` sends the array's bytes as
-    BFLOAT16. The array's itemsize must equal the dtype's size."""
+    """A numpy array whose elements carry a wire dtype that numpy has no type
+    for: ``Typed(raw_uint16_array, "bfloat16")`` sends the array's bytes as
+    BFLOAT16. The array's itemsize must equal the dtype's size. (torch
+    tensors need no wrapper: their dtype maps directly.)"""
 
     def __init__(self, array, dtype):
         self.array = array
@@ -133,13 +134,9 @@ def describe(obj, what="tensor"):
     """A TensorView of a numpy array, a Typed array, a torch tensor, or a
     (nested) list of floats (taken as float32)."""
     if isinstance(obj, Typed):
-        if _is_torch(obj.array):
-            inner = describe(obj.array, what)
-            itemsize = obj.array.element_size()
-        else:
-            a = np.asarray(obj.array)
-            inner = _describe_numpy(a, obj.dtype)
-            itemsize = a.dtype.itemsize
+        a = np.asarray(obj.array)
+        inner = _describe_numpy(a, obj.dtype)
+        itemsize = a.dtype.itemsize
         if itemsize != DTYPE_SIZES[obj.dtype]:
             raise TypeError(f"{what}: Typed dtype size {DTYPE_SIZES[obj.dtype]} does not match "
                             f"the array's element size {itemsize}")
