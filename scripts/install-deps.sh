@@ -14,6 +14,8 @@ packages=(
   clang        # -Wthread-safety analysis of the server's locking; the sanitizer build
   libclang-rt-14-dev  # ASan/UBSan/libFuzzer runtimes for scripts/sanitize.sh
   curl         # scraping /metrics in scripts
+  openssl      # certificates made at test time by the TLS tests (they skip without it)
+  dpkg-dev     # dpkg-source: scripts/tsan.sh unpacks Debian's abseil source package
 )
 
 missing=()
