@@ -19,6 +19,8 @@ packages=(
   # torch (CPU) for the example worker (examples/worker) and torch-tensor inputs.
   python3-grpcio python3-numpy python3-torch
   libopenblas0-pthread  # an optimized BLAS for numpy and torch (the default libblas3 is the slow reference one)
+  openssl      # certificates made at test time by the TLS tests (they skip without it)
+  dpkg-dev     # dpkg-source: scripts/tsan.sh unpacks Debian's abseil source package
 )
 
 missing=()

@@ -127,6 +127,10 @@ const std::map<std::string, Flag>& Flags() {
       {"tls_client_ca_file",
        StringFlag(&ServerOptions::tls_client_ca_file,
                   "PEM CA certificates: require and verify client certificates (mutual TLS)")},
+      {"tls_reload_interval_s",
+       IntFlag(&ServerOptions::tls_reload_interval_s,
+               "re-read the --tls_* files every this many seconds, new connections get what "
+               "was read (rotation without restart); 0 = read once at start-up, [0, 86400]")},
       {"grpc_args", StringFlag(&ServerOptions::grpc_args,
                                "extra gRPC server channel arguments, name=value[,name=value...] "
                                "(integers as integers); override the server's own settings")},
@@ -290,6 +294,14 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) {
     return Bad("tls_client_ca_file",
                "needs --tls_cert_file and --tls_key_file: mutual TLS is TLS first");
+  }
+  if (o.tls_reload_interval_s < 0 || o.tls_reload_interval_s > 86400) {
+    return Bad("tls_reload_interval_s",
+               absl::StrCat("is ", o.tls_reload_interval_s, "; must lie in [0, 86400]"));
+  }
+  if (o.tls_reload_interval_s > 0 && o.tls_cert_file.empty()) {
+    return Bad("tls_reload_interval_s",
+               "needs --tls_cert_file and --tls_key_file: there is nothing to reload");
   }
   if (absl::StatusOr<GrpcArgs> args = ParseGrpcArgs(o.grpc_args); !args.ok()) {
     return Bad("grpc_args", std::string(args.status().message()));

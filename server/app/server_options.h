@@ -53,6 +53,9 @@ struct ServerOptions {
   std::string tls_cert_file;
   std::string tls_key_file;
   std::string tls_client_ca_file;
+  // Re-read the three TLS files this often (seconds) and use what was read
+  // for new connections; 0 = read them once at start-up.
+  int32_t tls_reload_interval_s = 0;
   int64_t drain_timeout_ms = 10000;
   int32_t cpu_threads = 4;
   // CUDA executor: fused-vs-two-step threshold tau in bytes (-1: calibrate at

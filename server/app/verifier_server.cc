@@ -10,6 +10,8 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/security/server_credentials.h"
+#include "grpcpp/security/tls_certificate_provider.h"
+#include "grpcpp/security/tls_credentials_options.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "server/app/version.h"
 #include "server/backend/backend_factory.h"
@@ -30,23 +32,42 @@ absl::StatusOr<std::string> ReadPemFile(absl::string_view flag, const std::strin
   return text.str();
 }
 
-// Plaintext, TLS, or mutual TLS (docs/SERVER.md "TLS").
+// Plaintext, TLS, or mutual TLS (docs/SERVER.md "TLS"). With a reload
+// interval the files are watched by `*provider`, which must live as long as
+// the server.
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
-    const ServerOptions& o) {
+    const ServerOptions& o,
+    std::shared_ptr<grpc::experimental::CertificateProviderInterface>* provider) {
   if (o.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  // Read here in both modes: an unreadable file stops start-up naming its
+  // flag (the file watcher would only log and serve no certificate).
   absl::StatusOr<std::string> cert = ReadPemFile("tls_cert_file", o.tls_cert_file);
   if (!cert.ok()) return cert.status();
   absl::StatusOr<std::string> key = ReadPemFile("tls_key_file", o.tls_key_file);
   if (!key.ok()) return key.status();
   const bool mutual = !o.tls_client_ca_file.empty();
-  grpc::SslServerCredentialsOptions ssl(
+  const grpc_ssl_client_certificate_request_type request_type =
       mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-             : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+             : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+  absl::StatusOr<std::string> ca;
   if (mutual) {
-    absl::StatusOr<std::string> ca = ReadPemFile("tls_client_ca_file", o.tls_client_ca_file);
+    ca = ReadPemFile("tls_client_ca_file", o.tls_client_ca_file);
     if (!ca.ok()) return ca.status();
-    ssl.pem_root_certs = *std::move(ca);
   }
+  if (o.tls_reload_interval_s > 0) {
+    // gRPC re-reads the files every interval and hands what it read to new
+    // handshakes; established connections keep theirs.
+    *provider = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+        o.tls_key_file, o.tls_cert_file, mutual ? o.tls_client_ca_file : std::string(),
+        static_cast<unsigned int>(o.tls_reload_interval_s));
+    grpc::experimental::TlsServerCredentialsOptions tls(*provider);
+    tls.watch_identity_key_cert_pairs();
+    if (mutual) tls.watch_root_certs();
+    tls.set_cert_request_type(request_type);
+    return grpc::experimental::TlsServerCredentials(tls);
+  }
+  grpc::SslServerCredentialsOptions ssl(request_type);
+  if (mutual) ssl.pem_root_certs = *std::move(ca);
   ssl.pem_key_cert_pairs.push_back({*std::move(key), *std::move(cert)});
   return grpc::SslServerCredentials(ssl);
 }
@@ -182,7 +203,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
-      ServerCredentialsFor(options);
+      ServerCredentialsFor(options, &server->certificate_provider_);
   if (!credentials.ok()) return credentials.status();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, *credentials, &server->port_);

@@ -28,6 +28,9 @@
 
 namespace grpc {
 class Server;
+namespace experimental {
+class CertificateProviderInterface;
+}  // namespace experimental
 }  // namespace grpc
 
 namespace specverify::server {
@@ -78,6 +81,9 @@ class VerifierServer {
   std::unique_ptr<RegionRegistry> regions_;
   std::unique_ptr<Batcher> batcher_;
   std::unique_ptr<VerifierService> service_;
+  // With --tls_reload_interval_s: watches the TLS files for the server's
+  // lifetime (gRPC's FileWatcherCertificateProvider).
+  std::shared_ptr<grpc::experimental::CertificateProviderInterface> certificate_provider_;
   std::unique_ptr<grpc::Server> grpc_server_;
   v1::ServerInfo info_;
   int port_ = 0;

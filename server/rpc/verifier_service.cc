@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/common/echo.h"
+#include "server/common/tsan.h"
 #include "server/rpc/wire.h"
 
 namespace specverify::server {
@@ -50,7 +51,10 @@ class VerifyReactor final : public grpc::ServerUnaryReactor {
   VerifyReactor(Batcher* batcher, grpc::ByteBuffer* raw_response)
       : batcher_(batcher), raw_response_(raw_response) {}
   void OnCancel() override { batcher_->Poke(); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    AcquireFromGrpc(this);
+    delete this;
+  }
 
   v1::VerifyRequest* request() { return &request_; }
   v1::VerifyResponse* response() { return &response_; }
@@ -92,10 +96,12 @@ class VerifyStreamReactor final
         context_(context),
         owner_(service->CallerIdentity(context)),
         client_(service->ClientKey(context, owner_)) {
+    ReleaseToGrpc(this);
     StartRead(&incoming_);
   }
 
   void OnReadDone(bool ok) override {
+    AcquireFromGrpc(this);
     if (!ok) {
       // Half-close or cancellation: no more requests.
       EndReads(absl::OkStatus());
@@ -122,10 +128,14 @@ class VerifyStreamReactor final
       read_now = OwedLocked() < service_->options().max_stream_buffered_answers;
       read_paused_ = !read_now;
     }
-    if (read_now) StartRead(&incoming_);
+    if (read_now) {
+      ReleaseToGrpc(this);
+      StartRead(&incoming_);
+    }
   }
 
   void OnWriteDone(bool ok) override {
+    AcquireFromGrpc(this);
     const grpc::ByteBuffer* next = nullptr;
     bool finish = false;
     bool resume_reading;
@@ -144,8 +154,12 @@ class VerifyStreamReactor final
       }
       resume_reading = ResumeReadingLocked();
     }
-    if (resume_reading) StartRead(&incoming_);
+    if (resume_reading) {
+      ReleaseToGrpc(this);
+      StartRead(&incoming_);
+    }
     if (next != nullptr) {
+      ReleaseToGrpc(this);
       StartWrite(next);
     } else if (finish) {
       FinishStream();
@@ -154,7 +168,10 @@ class VerifyStreamReactor final
 
   void OnCancel() override { service_->options().batcher->Poke(); }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    AcquireFromGrpc(this);
+    delete this;
+  }
 
  private:
   struct Outstanding {
@@ -252,8 +269,12 @@ class VerifyStreamReactor final
       // Only lowers the count when writing failed (the answer is dropped).
       resume_reading = ResumeReadingLocked();
     }
-    if (resume_reading) StartRead(&incoming_);
+    if (resume_reading) {
+      ReleaseToGrpc(this);
+      StartRead(&incoming_);
+    }
     if (start != nullptr) {
+      ReleaseToGrpc(this);
       StartWrite(start);
     } else if (finish) {
       FinishStream();
@@ -277,6 +298,7 @@ class VerifyStreamReactor final
       finish = start == nullptr && ShouldFinishLocked();
     }
     if (start != nullptr) {
+      ReleaseToGrpc(this);
       StartWrite(start);
     } else if (finish) {
       FinishStream();
@@ -332,10 +354,13 @@ class VerifyStreamReactor final
       end_status = end_status_;
     }
     if (!end_status.ok()) {
+      ReleaseToGrpc(this);
       Finish(ToGrpcStatus(end_status));
     } else if (context_->IsCancelled()) {
+      ReleaseToGrpc(this);
       Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the stream was cancelled"));
     } else {
+      ReleaseToGrpc(this);
       Finish(grpc::Status::OK);
     }
   }
@@ -387,6 +412,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   }
 
   void OnWriteDone(bool ok) override {
+    AcquireFromGrpc(this);
     if (!ok) {
       Done(absl::CancelledError("the client stopped reading"));
       return;
@@ -394,7 +420,10 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     WriteNext();
   }
 
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    AcquireFromGrpc(this);
+    delete this;
+  }
 
  private:
   absl::Status Start(const v1::FetchKvRequest& request) {
@@ -453,6 +482,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Done(s);
       return;
     }
+    ReleaseToGrpc(this);
     StartWrite(&chunk_bytes_buffer_);
   }
 
@@ -468,6 +498,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     service_.options().metrics->OnRequestFinished(
         RpcMethod::kFetchKv, final_status.code(), service_.clock()->Now() - arrival_);
+    ReleaseToGrpc(this);
     Finish(ToGrpcStatus(final_status));
   }
 
@@ -600,6 +631,7 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
                                             : RejectReason::kInvalid);
     options_.metrics->OnRequestFinished(RpcMethod::kVerify, parsed.code(),
                                         clock_->Now() - arrival);
+    ReleaseToGrpc(reactor);
     reactor->Finish(ToGrpcStatus(parsed));
     return reactor;
   }
@@ -621,12 +653,14 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
     }
     status = reactor->Serialize(std::move(status));
     options_.metrics->OnRequestFinished(RpcMethod::kVerify, status.code(), latency);
+    ReleaseToGrpc(reactor);
     reactor->Finish(ToGrpcStatus(status));
   };
   absl::Status admitted = Admit(std::move(pending));
   if (!admitted.ok()) {
     options_.metrics->OnRequestFinished(RpcMethod::kVerify, admitted.code(),
                                         clock_->Now() - arrival);
+    ReleaseToGrpc(reactor);
     reactor->Finish(ToGrpcStatus(admitted));
   }
   return reactor;

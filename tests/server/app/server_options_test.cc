@@ -59,6 +59,21 @@ TEST(ServerOptionsTest, PerClientLimitsDefaultToNoneAndAreBounded) {
   EXPECT_THAT(FlagsHelp(), HasSubstr("--max_arena_bytes_per_client (default \"0\")"));
 }
 
+TEST(ServerOptionsTest, TlsReloadIntervalNeedsTlsAndIsBounded) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->tls_reload_interval_s, 0);
+  EXPECT_THAT(ParseServerFlags({"--tls_reload_interval_s=60"}),
+              StatusIs(kInvalid, HasSubstr("--tls_reload_interval_s needs --tls_cert_file")));
+  EXPECT_THAT(ParseServerFlags({"--tls_cert_file=c.pem", "--tls_key_file=k.pem",
+                                "--tls_reload_interval_s=-1"}),
+              StatusIs(kInvalid, HasSubstr("--tls_reload_interval_s is -1; must lie in [0, 86400]")));
+  o = ParseServerFlags({"--tls_cert_file=c.pem", "--tls_key_file=k.pem",
+                        "--tls_reload_interval_s=300"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->tls_reload_interval_s, 300);
+}
+
 TEST(ServerOptionsTest, ParsesBothSpellingsAndForms) {
   absl::StatusOr<ServerOptions> o = ParseServerFlags(
       {"--max_batch_sequences=32", "--max-queue-delay-us", "500", "--device=noop",
