@@ -203,6 +203,7 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
   }
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   auto channel = grpc::CreateCustomChannel(options.address, credentials, args);
   return std::unique_ptr<VerifierClient>(new VerifierClient(options, std::move(channel)));
 }

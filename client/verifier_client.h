@@ -47,6 +47,11 @@ struct VerifierClientOptions {
   std::string tls_server_name;
   // Largest message sent or received (KV rows travel inline or in chunks).
   int64_t max_message_bytes = 64 << 20;
+  // A TCP connection of this client's own. gRPC otherwise shares one
+  // connection among the channels of a process that have the same target and
+  // arguments; a server without mutual TLS counts per-client limits per
+  // connection (docs/SERVER.md), so separate clients in one process want it.
+  bool own_connection = false;
   // Deadline of each call that does not pass its own; zero or infinite means
   // none.
   absl::Duration default_deadline = absl::Seconds(30);

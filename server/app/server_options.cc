@@ -84,6 +84,14 @@ const std::map<std::string, Flag>& Flags() {
                                      "longest wait of a batch below preferred_batch_sequences, >= 0")},
       {"max_queue_sequences", IntFlag(&ServerOptions::max_queue_sequences,
                                       "queued sequences beyond which requests get RESOURCE_EXHAUSTED, >= max_batch_sequences")},
+      {"max_queued_sequences_per_client",
+       IntFlag(&ServerOptions::max_queued_sequences_per_client,
+               "sequences one client (mTLS identity, else one connection) may have queued; "
+               "0 = no per-client limit, else [max_sequences_per_request, max_queue_sequences]")},
+      {"max_arena_bytes_per_client",
+       IntFlag(&ServerOptions::max_arena_bytes_per_client,
+               "KV arena bytes one client may hold (live handles + the row upper bound of its "
+               "queued and running requests); 0 = no quota, >= 0")},
       {"max_sequences_per_request", IntFlag(&ServerOptions::max_sequences_per_request,
                                             "sequences per request, [1, max_batch_sequences]")},
       {"max_draft_tokens", IntFlag(&ServerOptions::max_draft_tokens,
@@ -202,6 +210,19 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
                absl::StrCat("is ", o.max_sequences_per_request,
                             "; must lie in [1, max_batch_sequences=", o.max_batch_sequences,
                             "] (a request is never split across batches)"));
+  }
+  if (o.max_queued_sequences_per_client != 0 &&
+      (o.max_queued_sequences_per_client < o.max_sequences_per_request ||
+       o.max_queued_sequences_per_client > o.max_queue_sequences)) {
+    return Bad("max_queued_sequences_per_client",
+               absl::StrCat("is ", o.max_queued_sequences_per_client,
+                            "; must be 0 (no limit) or lie in [max_sequences_per_request=",
+                            o.max_sequences_per_request, ", max_queue_sequences=",
+                            o.max_queue_sequences, "] (a largest request must fit)"));
+  }
+  if (o.max_arena_bytes_per_client < 0) {
+    return Bad("max_arena_bytes_per_client",
+               absl::StrCat("is ", o.max_arena_bytes_per_client, "; must be >= 0 (0: no quota)"));
   }
   if (o.max_draft_tokens < 1 || o.max_draft_tokens > kMaxDraftTokens) {
     return Bad("max_draft_tokens", absl::StrCat("is ", o.max_draft_tokens,

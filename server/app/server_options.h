@@ -22,6 +22,11 @@ struct ServerOptions {
   int32_t preferred_batch_sequences = 0;
   int64_t max_queue_delay_us = 0;
   int32_t max_queue_sequences = 16384;
+  // Per client (mTLS identity, else one connection; issue #15): queued
+  // sequences, and KV arena bytes held (handles + rows of queued and running
+  // requests). 0 = no per-client limit.
+  int32_t max_queued_sequences_per_client = 0;
+  int64_t max_arena_bytes_per_client = 0;
   int32_t max_sequences_per_request = 256;
   int32_t max_draft_tokens = 256;
   int64_t kv_arena_bytes = int64_t{256} << 20;

@@ -97,6 +97,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   arena_options.reap_interval =
       std::clamp(absl::Milliseconds(options.kv_handle_ttl_ms) / 4,
                  absl::Milliseconds(1), absl::Milliseconds(100));
+  arena_options.max_bytes_per_client = options.max_arena_bytes_per_client;
   arena_options.metrics = metrics;
   absl::StatusOr<std::unique_ptr<KvArena>> arena =
       KvArena::Create(*std::move(memory), arena_options);
@@ -118,6 +119,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   batcher_options.preferred_batch_sequences = options.preferred_batch_sequences;
   batcher_options.max_queue_delay = absl::Microseconds(options.max_queue_delay_us);
   batcher_options.max_queue_sequences = options.max_queue_sequences;
+  batcher_options.max_queued_sequences_per_client = options.max_queued_sequences_per_client;
   batcher_options.backend = server->backend_.get();
   batcher_options.arena = server->arena_.get();
   batcher_options.metrics = metrics;
@@ -150,6 +152,8 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   limits->set_max_regions(options.max_regions);
   limits->set_max_region_bytes(options.max_region_bytes);
   for (const std::string& kind : description.region_kinds) info.add_region_kinds(kind);
+  limits->set_max_queued_sequences_per_client(options.max_queued_sequences_per_client);
+  limits->set_max_arena_bytes_per_client(options.max_arena_bytes_per_client);
   info.set_dispatch_threshold_bytes(description.dispatch_threshold_bytes);
   info.set_dispatch_threshold_source(description.dispatch_threshold_source);
   info.add_modes("greedy");

@@ -40,6 +40,7 @@ bool IsWellFormedHandleId(absl::string_view id) {
 KvRegion::~KvRegion() {
   absl::MutexLock lock(&arena_->mu_);
   arena_->FreeLocked(offset_, bytes_);
+  if (charged_to_.has_value()) arena_->UnchargeLocked(*charged_to_, bytes_);
   arena_->ReportUsageLocked();
 }
 
@@ -62,6 +63,10 @@ absl::StatusOr<std::unique_ptr<KvArena>> KvArena::Create(
   if (options.handle_ttl <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "handle TTL is ", absl::FormatDuration(options.handle_ttl), "; must be > 0"));
+  }
+  if (options.max_bytes_per_client < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_bytes_per_client is ", options.max_bytes_per_client, "; must be >= 0"));
   }
   if (options.alignment_bytes <= 0 ||
       (options.alignment_bytes & (options.alignment_bytes - 1)) != 0) {
@@ -146,7 +151,8 @@ void KvArena::ReportUsageLocked() {
 absl::StatusOr<PublishedHandle> KvArena::Publish(int64_t offset, int64_t bytes,
                                                  int64_t row_bytes,
                                                  int64_t num_rows, int32_t dtype,
-                                                 const std::string& owner) {
+                                                 const std::string& owner,
+                                                 const std::optional<std::string>& charged_to) {
   const absl::Time expires = clock_->Now() + options_.handle_ttl;
   for (;;) {
     absl::StatusOr<std::string> id = NewHandleId();
@@ -155,11 +161,66 @@ absl::StatusOr<PublishedHandle> KvArena::Publish(int64_t offset, int64_t bytes,
     // A collision (odds 2^-128 per pair) draws again: never replace a live handle.
     if (handles_.contains(*id)) continue;
     auto region = std::shared_ptr<KvRegion>(
-        new KvRegion(this, *id, offset, bytes, row_bytes, num_rows, dtype));
+        new KvRegion(this, *id, offset, bytes, row_bytes, num_rows, dtype, charged_to));
     handles_.emplace(*id, Entry{std::move(region), expires, owner});
     ReportUsageLocked();
     return PublishedHandle{*std::move(id), expires};
   }
+}
+
+absl::Status KvArena::Charge(const std::string& client, int64_t bytes) {
+  const int64_t quota = options_.max_bytes_per_client;
+  if (quota <= 0 || bytes <= 0) return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  auto it = client_bytes_.find(client);
+  const int64_t held = it == client_bytes_.end() ? 0 : it->second;
+  // Compared as quota - held: a client-sized `bytes` cannot overflow.
+  if (bytes > quota - held) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "client ", EchoForMessage(client), " holds ", held,
+        " KV arena bytes (live handles and the rows of its queued and running requests) + ",
+        bytes, " for this request would exceed max_arena_bytes_per_client=", quota,
+        "; release or fetch handles with release_after"));
+  }
+  if (it == client_bytes_.end()) {
+    client_bytes_.emplace(client, bytes);
+  } else {
+    it->second += bytes;
+  }
+  return absl::OkStatus();
+}
+
+void KvArena::Uncharge(const std::string& client, int64_t bytes) {
+  if (options_.max_bytes_per_client <= 0 || bytes <= 0) return;
+  absl::MutexLock lock(&mu_);
+  UnchargeLocked(client, bytes);
+}
+
+void KvArena::UnchargeLocked(const std::string& client, int64_t bytes) {
+  if (options_.max_bytes_per_client <= 0 || bytes <= 0) return;
+  auto it = client_bytes_.find(client);
+  if (it == client_bytes_.end() || it->second < bytes) {
+    // A bookkeeping bug (released more than was charged); keep the table sane.
+    std::fprintf(stderr, "specverify: KV arena: client quota underflow (%lld bytes)\n",
+                 static_cast<long long>(bytes));
+    if (it != client_bytes_.end()) client_bytes_.erase(it);
+    return;
+  }
+  it->second -= bytes;
+  // Erased at 0, so the table holds only clients with bytes (bounded by the
+  // arena and the queue, not by how many clients ever connected).
+  if (it->second == 0) client_bytes_.erase(it);
+}
+
+int64_t KvArena::client_bytes(const std::string& client) {
+  absl::MutexLock lock(&mu_);
+  auto it = client_bytes_.find(client);
+  return it == client_bytes_.end() ? 0 : it->second;
+}
+
+int64_t KvArena::charged_clients() {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int64_t>(client_bytes_.size());
 }
 
 absl::StatusOr<std::shared_ptr<const KvRegion>> KvArena::Lookup(

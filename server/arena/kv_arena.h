@@ -12,12 +12,20 @@
 // handle from the table at once, but its bytes return to the allocator only
 // when the last reader (a FetchKv stream) drops its reference.
 //
+// Per-client quota (issue #15, KvArenaOptions::max_bytes_per_client): a
+// client (the batcher's PendingRequest::client) is charged the upper bound of
+// its requests' rows from enqueue until they finish (Charge/Uncharge), and
+// the bytes of its live handles until they return to the allocator (a handle
+// published with `charged_to` takes over that part of the charge). A charge
+// that would pass the quota is refused RESOURCE_EXHAUSTED naming the limit.
+//
 // Thread safety: every method is thread-safe.
 #ifndef SPECVERIFY_SERVER_ARENA_KV_ARENA_H_
 #define SPECVERIFY_SERVER_ARENA_KV_ARENA_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -42,6 +50,9 @@ struct KvArenaOptions {
   // How often the reaper thread looks for expired handles; <= 0 starts no
   // thread (tests call ReapExpired themselves).
   absl::Duration reap_interval = absl::Milliseconds(100);
+  // Arena bytes one client may hold at once (handles + the upper bound of
+  // its queued and running requests' rows); 0 = no quota.
+  int64_t max_bytes_per_client = 0;
   Clock* clock = nullptr;             // RealClock when null
   ServerMetrics* metrics = nullptr;   // required
 };
@@ -68,11 +79,15 @@ class KvRegion {
  private:
   friend class KvArena;
   KvRegion(KvArena* arena, std::string handle, int64_t offset, int64_t bytes,
-           int64_t row_bytes, int64_t num_rows, int32_t dtype)
-      : arena_(arena), handle_(std::move(handle)), offset_(offset), bytes_(bytes),
-        row_bytes_(row_bytes), num_rows_(num_rows), dtype_(dtype) {}
+           int64_t row_bytes, int64_t num_rows, int32_t dtype,
+           std::optional<std::string> charged_to)
+      : arena_(arena), handle_(std::move(handle)), charged_to_(std::move(charged_to)),
+        offset_(offset), bytes_(bytes), row_bytes_(row_bytes), num_rows_(num_rows),
+        dtype_(dtype) {}
   KvArena* arena_;
   std::string handle_;
+  // The client whose quota holds these bytes; none when published uncharged.
+  std::optional<std::string> charged_to_;
   int64_t offset_, bytes_, row_bytes_, num_rows_;
   int32_t dtype_;
 };
@@ -96,10 +111,24 @@ class KvArena {
   // Makes [offset, offset + bytes) of a reservation a handle with a fresh
   // 128-bit random id and the arena's TTL. bytes may be 0 (no rows kept).
   // `owner` is the client identity that may read and release it (the mTLS
-  // peer identity; empty without mutual TLS).
-  absl::StatusOr<PublishedHandle> Publish(int64_t offset, int64_t bytes,
-                                          int64_t row_bytes, int64_t num_rows,
-                                          int32_t dtype, const std::string& owner = "");
+  // peer identity; empty without mutual TLS). `charged_to`: the client that
+  // Charge()d these bytes (as part of a larger charge, or exactly); the
+  // handle takes that part of the charge over and releases it when its bytes
+  // return to the arena.
+  absl::StatusOr<PublishedHandle> Publish(
+      int64_t offset, int64_t bytes, int64_t row_bytes, int64_t num_rows, int32_t dtype,
+      const std::string& owner = "",
+      const std::optional<std::string>& charged_to = std::nullopt);
+  // Charges `bytes` (>= 0) to `client`'s quota. RESOURCE_EXHAUSTED naming
+  // max_arena_bytes_per_client when the client would hold more than it; then
+  // nothing is charged. OK without a quota.
+  absl::Status Charge(const std::string& client, int64_t bytes);
+  // Gives back `bytes` of an earlier Charge.
+  void Uncharge(const std::string& client, int64_t bytes);
+  // Bytes charged to `client` now (0 without a quota).
+  int64_t client_bytes(const std::string& client);
+  // Clients holding a charge (their table shrinks as charges return to 0).
+  int64_t charged_clients();
   // NOT_FOUND for an unknown, released or expired handle, and for one that
   // `caller` does not own: another identity learns nothing, not even that
   // the handle exists.
@@ -128,6 +157,8 @@ class KvArena {
 
   KvArena(std::unique_ptr<ArenaMemory> memory, const KvArenaOptions& options);
   void FreeLocked(int64_t offset, int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UnchargeLocked(const std::string& client, int64_t bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportUsageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReaperLoop();
 
@@ -140,6 +171,8 @@ class KvArena {
   absl::Mutex mu_;
   ExtentAllocator allocator_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Entry> handles_ ABSL_GUARDED_BY(mu_);
+  // Quota accounts with a charge > 0 (only with max_bytes_per_client > 0).
+  absl::flat_hash_map<std::string, int64_t> client_bytes_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread reaper_;
 };

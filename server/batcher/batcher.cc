@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "server/batcher/batch_builder.h"
+#include "server/common/echo.h"
 
 namespace specverify::server {
 
@@ -88,8 +89,17 @@ void Batcher::Wake() {
   cv_.Signal();  // outside the lock: the woken thread can take it at once
 }
 
-absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request) {
+absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request, RejectReason* reason) {
   const int64_t n = request->shape.num_sequences;
+  // The upper bound of the rows this request may keep in the arena, charged
+  // to its client's quota until it finishes (nothing where the backend packs
+  // no rows into the arena).
+  const int64_t arena_bytes =
+      backend_packs_ ? request->shape.total_draft_rows * request->shape.key.row_bytes : 0;
+  const auto refuse = [reason](absl::Status status, RejectReason why) {
+    if (reason != nullptr) *reason = why;
+    return status;
+  };
   int64_t queued;
   bool wake = false;
   std::vector<FormedBatch> batches;
@@ -97,23 +107,50 @@ absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_ || draining_) {
-      return absl::UnavailableError(
-          "the server is draining for shutdown and accepts no new requests");
+      return refuse(absl::UnavailableError(
+                        "the server is draining for shutdown and accepts no new requests"),
+                    RejectReason::kShutdown);
     }
     if (backend_failed_) {
-      return absl::UnavailableError("the backend failed; the server is stopping");
+      return refuse(absl::UnavailableError("the backend failed; the server is stopping"),
+                    RejectReason::kShutdown);
     }
     if (queued_sequences_ + n > options_.max_queue_sequences) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "queue full: ", queued_sequences_, " sequences queued + ", n,
-          " would exceed max_queue_sequences=", options_.max_queue_sequences));
+      return refuse(absl::ResourceExhaustedError(absl::StrCat(
+                        "queue full: ", queued_sequences_, " sequences queued + ", n,
+                        " would exceed max_queue_sequences=", options_.max_queue_sequences)),
+                    RejectReason::kQueueFull);
     }
+    const int32_t per_client = options_.max_queued_sequences_per_client;
+    if (per_client > 0) {
+      auto it = client_queued_.find(request->client);
+      const int64_t client_queued = it == client_queued_.end() ? 0 : it->second;
+      if (client_queued + n > per_client) {
+        return refuse(absl::ResourceExhaustedError(absl::StrCat(
+                          "client ", EchoForMessage(request->client), " has ", client_queued,
+                          " sequences queued + ", n,
+                          " would exceed max_queued_sequences_per_client=", per_client)),
+                      RejectReason::kClientQueueLimit);
+      }
+    }
+    // Lock order: mu_, then the arena's (the arena never calls back).
+    if (absl::Status charged = options_.arena->Charge(request->client, arena_bytes);
+        !charged.ok()) {
+      return refuse(std::move(charged), RejectReason::kClientArenaQuota);
+    }
+    request->arena_charge = arena_bytes;
+    client_queued_[request->client] += n;
     Queue& q = queues_[request->shape.key];
     q.sequences += n;
     q.bytes += request->shape.payload_bytes;
     const absl::Time request_deadline = request->deadline;
     const absl::Time delay_timer = request->arrival + options_.max_queue_delay;
-    q.requests.push_back(std::move(request));
+    auto [entry, new_client] = q.by_client.try_emplace(request->client);
+    if (new_client) {
+      // Behind the clients already waiting: they have waited longer.
+      entry->second = q.clients.insert(q.clients.end(), ClientRequests{request->client, {}});
+    }
+    entry->second->requests.push_back(std::move(request));
     queued_sequences_ += n;
     const bool slot_free = in_flight_ < max_in_flight_;
     if (slot_free && options_.dispatch_on_enqueue) {
@@ -139,26 +176,51 @@ absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request) {
   return absl::OkStatus();
 }
 
+absl::Time Batcher::OldestArrival(const Queue& q) {
+  absl::Time oldest = absl::InfiniteFuture();
+  for (const ClientRequests& c : q.clients) oldest = std::min(oldest, c.requests.front()->arrival);
+  return oldest;
+}
+
+void Batcher::DequeuedLocked(Queue& q, const PendingRequest& r) {
+  const int64_t n = r.shape.num_sequences;
+  q.sequences -= n;
+  q.bytes -= r.shape.payload_bytes;
+  queued_sequences_ -= n;
+  auto it = client_queued_.find(r.client);
+  if (it != client_queued_.end() && (it->second -= n) <= 0) client_queued_.erase(it);
+}
+
+void Batcher::ReleaseArenaCharge(PendingRequest& r, int64_t kept_by_handle) {
+  if (r.arena_charge > kept_by_handle) {
+    options_.arena->Uncharge(r.client, r.arena_charge - kept_by_handle);
+  }
+  r.arena_charge = 0;
+}
+
 bool Batcher::ReadyLocked(const Queue& q, absl::Time now) const {
-  if (q.requests.empty()) return false;
+  if (q.empty()) return false;
   if (draining_ || stopping_) return true;
   const int32_t preferred = options_.preferred_batch_sequences;
   if (preferred <= 0 || q.sequences >= preferred || q.sequences >= options_.max_batch_sequences ||
       q.bytes >= options_.max_batch_bytes) {
     return true;
   }
-  return now - q.requests.front()->arrival >= options_.max_queue_delay;
+  return now - OldestArrival(q) >= options_.max_queue_delay;
 }
 
 void Batcher::FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batches) {
   while (in_flight_ < max_in_flight_ && !backend_failed_) {
     Queue* best = nullptr;
     const BatchKey* best_key = nullptr;
+    absl::Time best_oldest;
     for (auto& [key, q] : queues_) {
       if (!ReadyLocked(q, now)) continue;
-      if (best == nullptr || q.requests.front()->arrival < best->requests.front()->arrival) {
+      const absl::Time oldest = OldestArrival(q);
+      if (best == nullptr || oldest < best_oldest) {
         best = &q;
         best_key = &key;
+        best_oldest = oldest;
       }
     }
     if (best == nullptr) break;
@@ -166,19 +228,27 @@ void Batcher::FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batche
     formed.key = *best_key;
     int64_t sequences = 0;
     int64_t bytes = 0;
-    while (!best->requests.empty()) {
-      const PendingRequest& r = *best->requests.front();
+    // Round-robin over the key's clients, one request per client per turn.
+    // The batch ends at the first request that does not fit; its client
+    // stays in front, so that request opens the next batch.
+    while (!best->clients.empty()) {
+      auto client = best->clients.begin();
+      const PendingRequest& r = *client->requests.front();
       const bool fits = sequences + r.shape.num_sequences <= options_.max_batch_sequences &&
                         bytes + r.shape.payload_bytes <= options_.max_batch_bytes;
       if (!fits && !formed.requests.empty()) break;
       sequences += r.shape.num_sequences;
       bytes += r.shape.payload_bytes;
-      formed.requests.push_back(std::move(best->requests.front()));
-      best->requests.pop_front();
+      DequeuedLocked(*best, r);
+      formed.requests.push_back(std::move(client->requests.front()));
+      client->requests.pop_front();
+      if (client->requests.empty()) {
+        best->by_client.erase(client->client);
+        best->clients.erase(client);
+      } else {
+        best->clients.splice(best->clients.end(), best->clients, client);
+      }
     }
-    best->sequences -= sequences;
-    best->bytes -= bytes;
-    queued_sequences_ -= sequences;
     ++in_flight_;
     in_flight_sequences_ += sequences;
     batches->push_back(std::move(formed));
@@ -196,27 +266,34 @@ absl::Time Batcher::RunOnce() {
     absl::MutexLock lock(&mu_);
     // 1. Answer, never execute, what expired or was cancelled while queued.
     for (auto& [key, q] : queues_) {
-      for (auto it = q.requests.begin(); it != q.requests.end();) {
-        PendingRequest& r = **it;
-        absl::Status status;
-        RejectReason reason = RejectReason::kDeadline;
-        if (r.deadline <= now) {
-          status = absl::DeadlineExceededError(absl::StrCat(
-              "the deadline passed after ", absl::FormatDuration(now - r.arrival),
-              " in the queue; the request was not executed"));
-        } else if (r.is_cancelled && r.is_cancelled()) {
-          status = absl::CancelledError(
-              "the client cancelled the request while it was queued");
-          reason = RejectReason::kCancelled;
-        } else {
-          ++it;
-          continue;
+      for (auto client = q.clients.begin(); client != q.clients.end();) {
+        std::deque<std::unique_ptr<PendingRequest>>& requests = client->requests;
+        for (auto it = requests.begin(); it != requests.end();) {
+          PendingRequest& r = **it;
+          absl::Status status;
+          RejectReason reason = RejectReason::kDeadline;
+          if (r.deadline <= now) {
+            status = absl::DeadlineExceededError(absl::StrCat(
+                "the deadline passed after ", absl::FormatDuration(now - r.arrival),
+                " in the queue; the request was not executed"));
+          } else if (r.is_cancelled && r.is_cancelled()) {
+            status = absl::CancelledError(
+                "the client cancelled the request while it was queued");
+            reason = RejectReason::kCancelled;
+          } else {
+            ++it;
+            continue;
+          }
+          DequeuedLocked(q, r);
+          rejections.push_back({std::move(*it), std::move(status), reason});
+          it = requests.erase(it);
         }
-        q.sequences -= r.shape.num_sequences;
-        q.bytes -= r.shape.payload_bytes;
-        queued_sequences_ -= r.shape.num_sequences;
-        rejections.push_back({std::move(*it), std::move(status), reason});
-        it = q.requests.erase(it);
+        if (requests.empty()) {
+          q.by_client.erase(client->client);
+          client = q.clients.erase(client);
+        } else {
+          ++client;
+        }
       }
     }
     // 2. Form ready batches, oldest head first, while the backend has room.
@@ -224,16 +301,18 @@ absl::Time Batcher::RunOnce() {
     // 3. Drop empty queues; find the next timer.
     for (auto it = queues_.begin(); it != queues_.end();) {
       const Queue& q = it->second;
-      if (q.requests.empty()) {
+      if (q.empty()) {
         queues_.erase(it++);
         continue;
       }
       // A queue still ready here waits for an in-flight slot: a completion
       // wakes the loop, so its (past) delay timer must not make it spin.
       if (!ReadyLocked(q, now)) {
-        next_event = std::min(next_event, q.requests.front()->arrival + options_.max_queue_delay);
+        next_event = std::min(next_event, OldestArrival(q) + options_.max_queue_delay);
       }
-      for (const auto& r : q.requests) next_event = std::min(next_event, r->deadline);
+      for (const ClientRequests& c : q.clients) {
+        for (const auto& r : c.requests) next_event = std::min(next_event, r->deadline);
+      }
       ++it;
     }
     queued = queued_sequences_;
@@ -247,6 +326,7 @@ absl::Time Batcher::RunOnce() {
 void Batcher::Reject(std::vector<Rejection>& rejections) {
   for (Rejection& r : rejections) {
     metrics_->OnRequestRejected(r.reason);
+    ReleaseArenaCharge(*r.request);
     r.request->done(std::move(r.status));
   }
   rejections.clear();
@@ -317,6 +397,7 @@ void Batcher::FailFormed(FormedBatch& formed, const absl::Status& status,
   cv_.Signal();
   for (auto& r : formed.requests) {
     metrics_->OnRequestRejected(reason);
+    ReleaseArenaCharge(*r);
     r->done(status);
   }
 }
@@ -358,7 +439,10 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
       metrics_->OnDeviceError();
       if (options_.on_backend_failure) options_.on_backend_failure(backend_health);
     }
-    for (auto& r : flight->requests) r->done(answer);
+    for (auto& r : flight->requests) {
+      ReleaseArenaCharge(*r);
+      r->done(answer);
+    }
     return;
   }
 
@@ -402,14 +486,16 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
     // A sampled request whose values the verifier refused is answered
     // INVALID_ARGUMENT (its rows are freed with the reservation's tail).
     absl::Status answer = RequestOutcomeStatus(*batch, s0, n);
+    int64_t kept_by_handle = 0;  // of the request's arena charge
     if (answer.ok() && keeps_rows) {
       const int64_t offset = flight->arena_offset + int64_t{base_row} * rb;
       const int64_t bytes = rows * rb;
       if (r->shape.kv_return == v1::KV_RETURN_HANDLE) {
-        absl::StatusOr<PublishedHandle> handle =
-            arena.Publish(offset, bytes, rb, rows, batch->key.kv_dtype, r->owner);
+        absl::StatusOr<PublishedHandle> handle = arena.Publish(
+            offset, bytes, rb, rows, batch->key.kv_dtype, r->owner, r->client);
         if (handle.ok()) {
           kept.emplace_back(offset, bytes);
+          kept_by_handle = bytes;
           v1::KvHandle* kv = resp->mutable_kv();
           kv->set_id(handle->id);
           kv->set_row_bytes(rb);
@@ -439,6 +525,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
         }
       }
     }
+    ReleaseArenaCharge(*r, kept_by_handle);
     answers.emplace_back(r.get(), std::move(answer));
     s0 += n;
   }
@@ -531,14 +618,17 @@ void Batcher::Stop() {
   {
     absl::MutexLock lock(&mu_);
     for (auto& [key, q] : queues_) {
-      for (auto& r : q.requests) {
-        rejections.push_back({std::move(r),
-                              absl::UnavailableError(
-                                  "the server shut down before the request ran"),
-                              RejectReason::kShutdown});
+      for (ClientRequests& c : q.clients) {
+        for (auto& r : c.requests) {
+          rejections.push_back({std::move(r),
+                                absl::UnavailableError(
+                                    "the server shut down before the request ran"),
+                                RejectReason::kShutdown});
+        }
       }
     }
     queues_.clear();
+    client_queued_.clear();
     queued_sequences_ = 0;
   }
   Reject(rejections);
@@ -550,6 +640,12 @@ void Batcher::Stop() {
 int64_t Batcher::queued_sequences() {
   absl::MutexLock lock(&mu_);
   return queued_sequences_;
+}
+
+int64_t Batcher::queued_sequences(const std::string& client) {
+  absl::MutexLock lock(&mu_);
+  auto it = client_queued_.find(client);
+  return it == client_queued_.end() ? 0 : it->second;
 }
 
 int Batcher::in_flight_batches() {

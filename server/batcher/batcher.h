@@ -7,10 +7,20 @@
 // of 0 behaves so). While every slot is busy, requests accumulate and form
 // the next batch the moment a slot frees. Optionally, a batch below
 // preferred_batch_sequences waits up to max_queue_delay for company (both 0
-// by default: never wait). Across keys the queue whose head is oldest goes
-// first, so no key starves another. A batch takes whole requests from the
-// head of one queue (a request is never split) up to max_batch_sequences and
+// by default: never wait). Across keys the queue whose oldest request is
+// oldest goes first, so no key starves another. A batch takes whole requests
+// of one key (a request is never split) up to max_batch_sequences and
 // max_batch_bytes; a request larger than max_batch_bytes goes alone.
+//
+// Per-client fairness (issue #15). Within a key, requests queue per client
+// (PendingRequest::client) and a batch takes them round-robin over those
+// clients, one request per client per turn, oldest first within a client;
+// the turn order carries over from batch to batch. A request therefore waits
+// behind at most one request of each other client, however many a flooding
+// client has queued. A client may have at most max_queued_sequences_per_client
+// sequences queued (RESOURCE_EXHAUSTED naming that limit beyond), and the
+// arena's per-client quota is charged with a request's row upper bound from
+// enqueue until it finishes (kv_arena.h).
 //
 // Where dispatch runs: on the thread that enqueued the request when a slot is
 // free (no hand-off to another thread on the idle path), else on the
@@ -41,7 +51,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <list>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -67,6 +79,8 @@ struct BatcherOptions {
   int32_t preferred_batch_sequences = 0;    // [0, max_batch_sequences]
   absl::Duration max_queue_delay = absl::ZeroDuration();
   int32_t max_queue_sequences = 16384;      // >= max_batch_sequences
+  // Sequences one client may have queued; 0 = no limit but the global one.
+  int32_t max_queued_sequences_per_client = 0;
 
   Backend* backend = nullptr;       // required
   KvArena* arena = nullptr;         // required
@@ -87,10 +101,12 @@ class Batcher {
   static absl::StatusOr<std::unique_ptr<Batcher>> Create(const BatcherOptions& options);
   ~Batcher();  // Stop()
 
-  // Queues a validated request. On error (RESOURCE_EXHAUSTED: queue full;
-  // UNAVAILABLE: draining or stopped) the request is not queued and its
-  // `done` is not called: the caller answers.
-  absl::Status Enqueue(std::unique_ptr<PendingRequest> request);
+  // Queues a validated request. On error (RESOURCE_EXHAUSTED: queue full,
+  // the client's queued-sequence limit or arena quota; UNAVAILABLE: draining
+  // or stopped) the request is not queued and its `done` is not called: the
+  // caller answers. `reason`, when given, receives why on error.
+  absl::Status Enqueue(std::unique_ptr<PendingRequest> request,
+                       RejectReason* reason = nullptr);
 
   // One pass of the loop: answers expired and cancelled requests, dispatches
   // every ready batch the in-flight limit allows. Returns when the next timer
@@ -111,13 +127,25 @@ class Batcher {
   void Stop();
 
   int64_t queued_sequences();
+  // Sequences `client` has queued now.
+  int64_t queued_sequences(const std::string& client);
   int in_flight_batches();
 
  private:
-  struct Queue {
+  // One client's requests under one batch key, oldest first.
+  struct ClientRequests {
+    std::string client;
     std::deque<std::unique_ptr<PendingRequest>> requests;
+  };
+  struct Queue {
+    // The clients with requests under this key, in the order the next batch
+    // visits them; a client that gave a request moves to the back.
+    std::list<ClientRequests> clients;
+    // Each client's entry in `clients` (list iterators survive splice).
+    absl::flat_hash_map<std::string, std::list<ClientRequests>::iterator> by_client;
     int64_t sequences = 0;
     int64_t bytes = 0;
+    bool empty() const { return clients.empty(); }
   };
   struct Rejection {
     std::unique_ptr<PendingRequest> request;
@@ -133,6 +161,13 @@ class Batcher {
   explicit Batcher(const BatcherOptions& options);
   void Loop();
   bool ReadyLocked(const Queue& q, absl::Time now) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Arrival of the oldest request queued under `q` (not empty).
+  static absl::Time OldestArrival(const Queue& q);
+  // Bookkeeping of a request leaving `q` (dispatched or answered).
+  void DequeuedLocked(Queue& q, const PendingRequest& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Returns the arena charge of a request that is finishing, less the bytes
+  // a handle published for it took over.
+  void ReleaseArenaCharge(PendingRequest& r, int64_t kept_by_handle = 0);
   // Forms every batch that may go now (under mu_); RunOnce's step 2.
   void FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batches)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -155,6 +190,10 @@ class Batcher {
   absl::CondVar cv_;
   absl::flat_hash_map<BatchKey, Queue> queues_ ABSL_GUARDED_BY(mu_);
   int64_t queued_sequences_ ABSL_GUARDED_BY(mu_) = 0;
+  // Queued sequences per client, across keys; a client leaves the table when
+  // it has none queued, so its size is bounded by the queue, not by how many
+  // clients ever connected.
+  absl::flat_hash_map<std::string, int64_t> client_queued_ ABSL_GUARDED_BY(mu_);
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t in_flight_sequences_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;

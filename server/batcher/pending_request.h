@@ -29,6 +29,13 @@ struct PendingRequest {
   // its holds on the regions, released when the request is destroyed after
   // its answer: a region is never unmapped under it.
   ResolvedRegions regions;
+  // The account of per-client limits and fair batching (issue #15): the
+  // mTLS peer identity, else the peer address with its port, i.e. one
+  // connection (VerifierService::ClientKey).
+  std::string client;
+  // Arena bytes charged to `client`'s quota while the request is queued or
+  // running (its rows' upper bound); set and given back by the batcher.
+  int64_t arena_charge = 0;
   // Payload bytes the batch builder copied from `request` into staging.
   int64_t host_copy_in_bytes = 0;
   absl::Time arrival;                          // at the batcher, batcher clock

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <iterator>
 #include <sstream>
 #include <thread>
 #include <utility>
@@ -28,7 +29,8 @@ constexpr const char* kRpcNames[] = {"Verify",    "VerifyStream",  "FetchKv",
                                      "RegisterRegion", "UnregisterRegion", "ListRegions"};
 constexpr const char* kRejectReasonNames[] = {"invalid",   "queue_full", "arena_full",
                                               "deadline",  "cancelled",  "shutdown",
-                                              "batch_too_large"};
+                                              "batch_too_large", "client_queue_limit",
+                                              "client_arena_quota"};
 constexpr const char* kPathNames[] = {"fused", "two_step", "cpu", "noop", "sampling"};
 
 // Every boundary prints exactly in the exposition (prometheus-cpp prints 16
@@ -216,6 +218,8 @@ void PrometheusServerMetrics::BuildSeries() {
                        .Name("specverify_requests_rejected_total")
                        .Help("Requests answered without being executed, by reason.")
                        .Register(r);
+  static_assert(std::size(kRejectReasonNames) == kRejectReasons,
+                "one label per RejectReason enumerator");
   for (int i = 0; i < kRejectReasons; ++i) {
     rejected_[i] = &rejected.Add({{"reason", kRejectReasonNames[i]}});
   }

@@ -101,7 +101,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
  private:
   static constexpr int kRpcMethods = 9;       // RpcMethod's enumerators
   static constexpr int kStatusCodes = 17;     // absl::StatusCode 0..16
-  static constexpr int kRejectReasons = 7;    // RejectReason's enumerators
+  static constexpr int kRejectReasons = 9;    // RejectReason's enumerators
   static constexpr int kExecutionPaths = 5;   // ExecutionPathLabel's enumerators
 
   explicit PrometheusServerMetrics(const PrometheusMetricsOptions& options);

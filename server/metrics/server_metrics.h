@@ -40,7 +40,11 @@ enum class RejectReason {
   kCancelled,
   kShutdown,
   // The formed batch does not fit the backend's staging (its slot limits).
-  kBatchTooLarge
+  kBatchTooLarge,
+  // Per-client limits (issue #15): --max_queued_sequences_per_client,
+  // --max_arena_bytes_per_client. By reason only: no client label.
+  kClientQueueLimit,
+  kClientArenaQuota
 };
 
 // Which implementation ran a batch (the dispatcher's decision on CUDA).

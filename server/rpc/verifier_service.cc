@@ -41,17 +41,6 @@ absl::Status ParseUnaryRequest(grpc::CallbackServerContext* context, const grpc:
   return ParseMessage(raw, "the request", message);
 }
 
-RejectReason ReasonFor(absl::StatusCode code) {
-  switch (code) {
-    case absl::StatusCode::kResourceExhausted:
-      return RejectReason::kQueueFull;
-    case absl::StatusCode::kUnavailable:
-      return RejectReason::kShutdown;
-    default:
-      return RejectReason::kInvalid;
-  }
-}
-
 // Unary Verify: owns the parsed request and the response message; finished
 // by the batcher's completion, which serializes the response into gRPC's
 // raw response buffer. A cancellation wakes the batcher so the queued
@@ -99,7 +88,10 @@ class VerifyStreamReactor final
     : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
   VerifyStreamReactor(VerifierService* service, grpc::CallbackServerContext* context)
-      : service_(service), context_(context) {
+      : service_(service),
+        context_(context),
+        owner_(service->CallerIdentity(context)),
+        client_(service->ClientKey(context, owner_)) {
     StartRead(&incoming_);
   }
 
@@ -218,7 +210,8 @@ class VerifyStreamReactor final
     entry->arrival = arrival;
     auto pending = std::make_unique<PendingRequest>();
     pending->request = entry->request.get();
-    pending->owner = service_->CallerIdentity(context_);
+    pending->owner = owner_;
+    pending->client = client_;
     pending->response = entry->answer->mutable_response();
     pending->arrival = arrival;
     pending->deadline = DeadlineOf(context_);
@@ -349,6 +342,9 @@ class VerifyStreamReactor final
 
   VerifierService* const service_;
   grpc::CallbackServerContext* const context_;
+  // The peer's identities, the same for every request of the stream.
+  const std::string owner_;
+  const std::string client_;
   // Only the read path touches these.
   grpc::ByteBuffer incoming_;
   int64_t messages_read_ = 0;
@@ -543,9 +539,11 @@ VerifierService::VerifierService(const VerifierServiceOptions& options)
 
 absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
   absl::Status status;
+  RejectReason reason = RejectReason::kInvalid;
   if (draining()) {
     status = absl::UnavailableError(
         "the server is draining for shutdown and accepts no new requests");
+    reason = RejectReason::kShutdown;
   } else {
     absl::StatusOr<ValidatedRequest> shape =
         ValidateVerifyRequest(*pending->request, options_.limits);
@@ -564,11 +562,19 @@ absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
           status = regions.status();
         }
       }
-      if (status.ok()) status = options_.batcher->Enqueue(std::move(pending));
+      if (status.ok()) status = options_.batcher->Enqueue(std::move(pending), &reason);
     }
   }
-  if (!status.ok()) options_.metrics->OnRequestRejected(ReasonFor(status.code()));
+  if (!status.ok()) options_.metrics->OnRequestRejected(reason);
   return status;
+}
+
+std::string VerifierService::ClientKey(grpc::CallbackServerContext* context,
+                                       const std::string& caller_identity) const {
+  if (!caller_identity.empty()) return caller_identity;
+  // "ipv4:127.0.0.1:54321": the port included, so the key is one connection
+  // (docs/SERVER.md "Per-client limits and fairness").
+  return context != nullptr ? context->peer() : std::string();
 }
 
 std::string VerifierService::CallerIdentity(grpc::CallbackServerContext* context) const {
@@ -601,6 +607,7 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
   auto pending = std::make_unique<PendingRequest>();
   pending->request = reactor->request();
   pending->owner = CallerIdentity(context);
+  pending->client = ClientKey(context, pending->owner);
   pending->response = response;
   // Parsed: from here on it is the batcher's (queue_ns counts from here;
   // server_ns from the handler's start, parsing included).

@@ -110,6 +110,13 @@ class VerifierService final : public RawVerifierServiceBase {
   // the verified peer certificate's identity under mutual TLS, else empty
   // (a handle is then a bearer token).
   std::string CallerIdentity(grpc::CallbackServerContext* context) const;
+  // The account of per-client limits and fair batching (issue #15):
+  // `caller_identity` (CallerIdentity's answer) under mutual TLS, else the
+  // peer address with its port, "ipv4:10.0.0.7:54321": one connection, so a
+  // client without a certificate that opens N connections counts as N
+  // clients (docs/SERVER.md "Per-client limits and fairness").
+  std::string ClientKey(grpc::CallbackServerContext* context,
+                        const std::string& caller_identity) const;
   Clock* clock() const { return clock_; }
 
  private:

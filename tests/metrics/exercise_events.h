@@ -22,7 +22,9 @@ inline void ExerciseEveryEvent(server::ServerMetrics& metrics) {
   for (server::RejectReason reason :
        {server::RejectReason::kInvalid, server::RejectReason::kQueueFull,
         server::RejectReason::kArenaFull, server::RejectReason::kDeadline,
-        server::RejectReason::kCancelled, server::RejectReason::kShutdown}) {
+        server::RejectReason::kCancelled, server::RejectReason::kShutdown,
+        server::RejectReason::kBatchTooLarge, server::RejectReason::kClientQueueLimit,
+        server::RejectReason::kClientArenaQuota}) {
     metrics.OnRequestRejected(reason);
   }
   metrics.OnQueueDelay(absl::Microseconds(90));

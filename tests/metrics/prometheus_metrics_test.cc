@@ -206,6 +206,9 @@ TEST(PrometheusServerMetricsTest, RejectionsAreCountedByReason) {
   metrics->OnRequestRejected(RejectReason::kArenaFull);
   metrics->OnRequestRejected(RejectReason::kShutdown);
   metrics->OnRequestRejected(RejectReason::kBatchTooLarge);
+  metrics->OnRequestRejected(RejectReason::kClientQueueLimit);
+  metrics->OnRequestRejected(RejectReason::kClientArenaQuota);
+  metrics->OnRequestRejected(RejectReason::kClientArenaQuota);
   const auto samples = Scrape(*metrics);
   EXPECT_THAT(FindSample(samples, "specverify_requests_rejected_total", {{"reason", "queue_full"}}),
               Optional(2.0));
@@ -218,7 +221,14 @@ TEST(PrometheusServerMetricsTest, RejectionsAreCountedByReason) {
   EXPECT_THAT(FindSample(samples, "specverify_requests_rejected_total",
                          {{"reason", "batch_too_large"}}),
               Optional(1.0));
-  EXPECT_EQ(SamplesNamed(samples, "specverify_requests_rejected_total").size(), 7u);
+  EXPECT_THAT(FindSample(samples, "specverify_requests_rejected_total",
+                         {{"reason", "client_queue_limit"}}),
+              Optional(1.0));
+  EXPECT_THAT(FindSample(samples, "specverify_requests_rejected_total",
+                         {{"reason", "client_arena_quota"}}),
+              Optional(2.0));
+  // One series per reason, never per client.
+  EXPECT_EQ(SamplesNamed(samples, "specverify_requests_rejected_total").size(), 9u);
 }
 
 TEST(PrometheusServerMetricsTest, ArenaLargestFreeExtentIsAGauge) {

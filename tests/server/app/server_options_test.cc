@@ -36,6 +36,29 @@ TEST(ServerOptionsTest, MaxStreamBufferedAnswersIsBounded) {
   EXPECT_THAT(FlagsHelp(), HasSubstr("--max_stream_buffered_answers (default \"64\")"));
 }
 
+TEST(ServerOptionsTest, PerClientLimitsDefaultToNoneAndAreBounded) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_queued_sequences_per_client, 0);
+  EXPECT_EQ(o->max_arena_bytes_per_client, 0);
+  o = ParseServerFlags(
+      {"--max_queued_sequences_per_client=512", "--max_arena_bytes_per_client=1048576"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->max_queued_sequences_per_client, 512);
+  EXPECT_EQ(o->max_arena_bytes_per_client, 1048576);
+  // Below the largest request, that request could never queue.
+  EXPECT_THAT(ParseServerFlags({"--max_queued_sequences_per_client=255"}),
+              StatusIs(kInvalid, HasSubstr("--max_queued_sequences_per_client is 255; must be 0 "
+                                           "(no limit) or lie in [max_sequences_per_request=256, "
+                                           "max_queue_sequences=16384]")));
+  EXPECT_THAT(ParseServerFlags({"--max_queued_sequences_per_client=16385"}),
+              StatusIs(kInvalid, HasSubstr("--max_queued_sequences_per_client is 16385")));
+  EXPECT_THAT(ParseServerFlags({"--max_arena_bytes_per_client=-1"}),
+              StatusIs(kInvalid, HasSubstr("--max_arena_bytes_per_client is -1; must be >= 0")));
+  EXPECT_THAT(FlagsHelp(), HasSubstr("--max_queued_sequences_per_client (default \"0\")"));
+  EXPECT_THAT(FlagsHelp(), HasSubstr("--max_arena_bytes_per_client (default \"0\")"));
+}
+
 TEST(ServerOptionsTest, ParsesBothSpellingsAndForms) {
   absl::StatusOr<ServerOptions> o = ParseServerFlags(
       {"--max_batch_sequences=32", "--max-queue-delay-us", "500", "--device=noop",

@@ -7,10 +7,15 @@
 // forms batches; the latency-first tests at the end use the defaults.
 #include "server/batcher/batcher.h"
 
+#include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "client/greedy_requests.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -72,8 +77,10 @@ class BatcherTest : public ::testing::Test {
     a.metrics = &metrics_;
     a.clock = &clock_;
     a.reap_interval = absl::ZeroDuration();
+    a.max_bytes_per_client = arena_bytes_per_client_;
     arena_ = *KvArena::Create(*backend_.AllocateArenaMemory(arena_bytes), a);
     BatcherOptions o;
+    o.max_queued_sequences_per_client = queued_sequences_per_client_;
     o.max_batch_sequences = max_batch_sequences;
     o.max_batch_bytes = max_batch_bytes;
     o.preferred_batch_sequences = latency_first ? preferred : max_batch_sequences;
@@ -109,6 +116,7 @@ class BatcherTest : public ::testing::Test {
     pending->response = &call.response;
     RequestLimits limits;
     pending->shape = *ValidateVerifyRequest(call.request, limits);
+    pending->client = client_;
     pending->arrival = clock_.Now();
     pending->deadline = deadline;
     pending->is_cancelled = std::move(cancelled);
@@ -116,7 +124,48 @@ class BatcherTest : public ::testing::Test {
       call.status = std::move(s);
       call.answered.Notify();
     };
-    return batcher_->Enqueue(std::move(pending));
+    last_reason_.reset();
+    RejectReason reason;
+    absl::Status status = batcher_->Enqueue(std::move(pending), &reason);
+    if (!status.ok()) last_reason_ = reason;
+    return status;
+  }
+
+  // Enqueue as `client` (PendingRequest::client).
+  absl::Status EnqueueAs(const std::string& client, Call& call, int first, int n,
+                         v1::KvReturn kv_return = v1::KV_RETURN_HANDLE,
+                         absl::Time deadline = absl::InfiniteFuture(),
+                         std::function<bool()> cancelled = nullptr) {
+    client_ = client;
+    absl::Status status = Enqueue(call, first, n, kv_return, deadline, std::move(cancelled));
+    client_.clear();
+    return status;
+  }
+
+  // Runs the loop (timers due at once) until every call has its answer.
+  template <size_t N>
+  void DispatchUntilAnswered(Call (&calls)[N]) {
+    const absl::Time limit = absl::Now() + absl::Seconds(10);
+    for (;;) {
+      bool all = true;
+      for (Call& c : calls) all = all && c.answered.HasBeenNotified();
+      if (all) return;
+      ASSERT_LT(absl::Now(), limit) << "requests still unanswered";
+      clock_.Advance(kDelay);
+      batcher_->RunOnce();
+      absl::SleepFor(absl::Milliseconds(1));  // completions free the slots
+    }
+  }
+
+  // The arena bytes a request for sequences [first, first + n) is charged
+  // while queued or running: its rows' upper bound, sum(gamma) * row_bytes.
+  int64_t RowBound(int first, int n) {
+    client::GreedyRequestOptions r;
+    r.first_sequence = first;
+    r.num_sequences = n;
+    return ValidateVerifyRequest(*client::BuildGreedyRequest(workload_, r), RequestLimits{})
+               ->total_draft_rows *
+           kRowBytes;
   }
 
   absl::Status Check(const Call& call, v1::KvReturn kv_return) {
@@ -140,6 +189,11 @@ class BatcherTest : public ::testing::Test {
         fetched ? std::optional(client::AsBytes(*fetched)) : std::nullopt);
   }
 
+  // Set before Make(): the per-client limits (0 = none).
+  int32_t queued_sequences_per_client_ = 0;
+  int64_t arena_bytes_per_client_ = 0;
+  std::string client_;                       // of the next Enqueue
+  std::optional<RejectReason> last_reason_;  // of the last refused Enqueue
   FakeClock clock_;
   NoopServerMetrics metrics_;
   ControllableBackend backend_;
@@ -545,6 +599,234 @@ TEST_F(BatcherTest, AcrossKeysTheOldestHeadGoesFirstSoNoKeyStarves) {
     ASSERT_THAT(call->status, IsOk());
     EXPECT_THAT(Check(*call, v1::KV_RETURN_HANDLE), IsOk());
   }
+}
+
+// ---- per-client limits and fairness (issue #15, item 12) -----------------
+
+TEST_F(BatcherTest, PerClientQueueLimitRefusesOnlyThatClient) {
+  queued_sequences_per_client_ = 4;
+  Make(/*max_batch_sequences=*/16, 1 << 20, /*max_queue_sequences=*/64);
+  Call a1, a2, a3, b1, b2;
+  ASSERT_THAT(EnqueueAs("flood", a1, 0, 3), IsOk());
+  EXPECT_THAT(EnqueueAs("flood", a2, 3, 2),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("client \"flood\" has 3 sequences queued + 2 would exceed "
+                                 "max_queued_sequences_per_client=4")));
+  EXPECT_EQ(last_reason_, RejectReason::kClientQueueLimit);
+  EXPECT_FALSE(a2.answered.HasBeenNotified());  // the caller answers
+  // Another client has its own allowance; the flooder still has room for 1.
+  ASSERT_THAT(EnqueueAs("calm", b1, 5, 4), IsOk());
+  ASSERT_THAT(EnqueueAs("flood", a3, 9, 1), IsOk());
+  EXPECT_EQ(batcher_->queued_sequences("flood"), 4);
+  EXPECT_EQ(batcher_->queued_sequences("calm"), 4);
+  EXPECT_EQ(batcher_->queued_sequences(), 8);
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  for (Call* call : {&a1, &a3, &b1}) {
+    call->answered.WaitForNotification();
+    ASSERT_THAT(call->status, IsOk());
+    EXPECT_THAT(Check(*call, v1::KV_RETURN_HANDLE), IsOk());
+  }
+  // Dispatched sequences no longer count: the flooder may queue again.
+  EXPECT_EQ(batcher_->queued_sequences("flood"), 0);
+  ASSERT_THAT(EnqueueAs("flood", b2, 10, 4), IsOk());
+  batcher_->Stop();  // answers b2 before it goes out of scope
+}
+
+TEST_F(BatcherTest, ExpiredCancelledAndStoppedRequestsLeaveTheClientsCount) {
+  queued_sequences_per_client_ = 4;
+  Make();
+  Call a, b, c;
+  bool cancelled = false;
+  ASSERT_THAT(EnqueueAs("x", a, 0, 1, v1::KV_RETURN_HANDLE, clock_.Now() + absl::Microseconds(10)),
+              IsOk());
+  ASSERT_THAT(EnqueueAs("x", b, 1, 2, v1::KV_RETURN_HANDLE, absl::InfiniteFuture(),
+                        [&cancelled] { return cancelled; }),
+              IsOk());
+  ASSERT_THAT(EnqueueAs("x", c, 3, 1), IsOk());
+  EXPECT_EQ(batcher_->queued_sequences("x"), 4);
+  clock_.Advance(absl::Microseconds(10));
+  cancelled = true;
+  batcher_->RunOnce();
+  ASSERT_TRUE(a.answered.HasBeenNotified());
+  ASSERT_TRUE(b.answered.HasBeenNotified());
+  EXPECT_EQ(batcher_->queued_sequences("x"), 1);
+  batcher_->Stop();
+  EXPECT_THAT(c.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+  EXPECT_EQ(batcher_->queued_sequences("x"), 0);
+}
+
+// The flooder's backlog does not delay another client's request: the next
+// batch takes one request per client per turn.
+TEST_F(BatcherTest, ABatchTakesClientsRoundRobinSoALateClientGoesInTheNextBatch) {
+  Make(/*max_batch_sequences=*/4);
+  backend_.Pause();
+  // Hold one of the backend's two slots throughout: one batch forms at a time.
+  Call other;
+  ASSERT_THAT(Enqueue(other, 60, 4), IsOk());
+  batcher_->RunOnce();
+  ASSERT_EQ(backend_.held_batches(), 1);
+  Call flood[8];
+  for (int i = 0; i < 8; ++i) {
+    ASSERT_THAT(EnqueueAs("flood", flood[i], i, 1), IsOk());
+    clock_.Advance(absl::Microseconds(1));
+  }
+  Call calm;
+  ASSERT_THAT(EnqueueAs("calm", calm, 8, 1), IsOk());  // the last to arrive
+  batcher_->RunOnce();
+  // Oldest-first alone would send flood[0..3]; round-robin sends flood[0],
+  // calm, flood[1], flood[2].
+  ASSERT_EQ(backend_.held_batches(), 2);
+  EXPECT_EQ(batcher_->queued_sequences("calm"), 0);
+  EXPECT_EQ(batcher_->queued_sequences("flood"), 5);
+  backend_.ReleaseNewest();
+  calm.answered.WaitForNotification();
+  ASSERT_THAT(calm.status, IsOk());
+  EXPECT_THAT(Check(calm, v1::KV_RETURN_HANDLE), IsOk());
+  EXPECT_EQ(calm.response.timing().batch_requests(), 4);
+  for (int i : {0, 1, 2}) flood[i].answered.WaitForNotification();
+  EXPECT_FALSE(flood[3].answered.HasBeenNotified());
+  backend_.Resume();
+  DispatchUntilAnswered(flood);
+  for (Call& c : flood) {
+    ASSERT_THAT(c.status, IsOk());
+    EXPECT_THAT(Check(c, v1::KV_RETURN_HANDLE), IsOk());
+  }
+  other.answered.WaitForNotification();
+}
+
+// The turn order carries over between batches, and a request that does not
+// fit opens the next batch (its client keeps its turn).
+TEST_F(BatcherTest, TheTurnOrderCarriesOverBetweenBatches) {
+  Make(/*max_batch_sequences=*/3);
+  backend_.Pause();
+  Call other;  // holds one slot throughout: one batch forms at a time
+  ASSERT_THAT(Enqueue(other, 60, 3), IsOk());
+  batcher_->RunOnce();
+  ASSERT_EQ(backend_.held_batches(), 1);
+  Call a[3], b[3], c[2];
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT(EnqueueAs("a", a[i], i, 1), IsOk());
+    ASSERT_THAT(EnqueueAs("b", b[i], 3 + i, 1), IsOk());
+  }
+  ASSERT_THAT(EnqueueAs("c", c[0], 6, 2), IsOk());
+  ASSERT_THAT(EnqueueAs("c", c[1], 8, 1), IsOk());
+  // Each step: one batch forms and runs; exactly `expected` are answered.
+  std::vector<Call*> answered;
+  const auto step = [&](std::vector<Call*> expected) {
+    batcher_->RunOnce();
+    backend_.ReleaseNewest();
+    for (Call* call : expected) {
+      call->answered.WaitForNotification();
+      ASSERT_THAT(call->status, IsOk());
+      answered.push_back(call);
+    }
+    for (Call* call : {&a[0], &a[1], &a[2], &b[0], &b[1], &b[2], &c[0], &c[1]}) {
+      EXPECT_EQ(call->answered.HasBeenNotified(),
+                std::find(answered.begin(), answered.end(), call) != answered.end());
+    }
+  };
+  // a0, b0; c0 (2 sequences) does not fit beside them and keeps its turn.
+  step({&a[0], &b[0]});
+  EXPECT_EQ(a[0].response.timing().batch_requests(), 2);
+  step({&c[0], &a[1]});  // c0 opens the batch; b1 does not fit
+  step({&b[1], &c[1], &a[2]});
+  clock_.Advance(kDelay);  // b2 alone is below the preferred size: waits
+  step({&b[2]});
+  backend_.Resume();
+  other.answered.WaitForNotification();
+}
+
+TEST_F(BatcherTest, ArenaQuotaChargesQueuedRowsAndLiveHandles) {
+  arena_bytes_per_client_ = RowBound(0, 2);
+  Make();
+  Call a1, a2, b1, a3;
+  ASSERT_THAT(EnqueueAs("a", a1, 0, 2), IsOk());
+  EXPECT_EQ(arena_->client_bytes("a"), RowBound(0, 2));  // queued: its upper bound
+  EXPECT_THAT(EnqueueAs("a", a2, 2, 1),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr(absl::StrCat("client \"a\" holds ", RowBound(0, 2),
+                                              " KV arena bytes"))));
+  EXPECT_THAT(a2.status, IsOk());  // not answered: the caller does
+  EXPECT_EQ(last_reason_, RejectReason::kClientArenaQuota);
+  EXPECT_THAT(EnqueueAs("a", a2, 2, 1),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr(absl::StrCat("would exceed max_arena_bytes_per_client=",
+                                              RowBound(0, 2)))));
+  ASSERT_THAT(EnqueueAs("b", b1, 3, 1), IsOk());  // b has its own quota
+  EXPECT_EQ(batcher_->queued_sequences("a"), 2);  // the refused request left nothing
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  a1.answered.WaitForNotification();
+  b1.answered.WaitForNotification();
+  ASSERT_THAT(a1.status, IsOk());
+  EXPECT_THAT(Check(a1, v1::KV_RETURN_HANDLE), IsOk());
+  // Done: the client holds what its handle holds, the accepted rows.
+  const int64_t handle_bytes = a1.response.kv().num_rows() * kRowBytes;
+  EXPECT_EQ(arena_->client_bytes("a"), handle_bytes);
+  EXPECT_EQ(arena_->client_bytes("b"), b1.response.kv().num_rows() * kRowBytes);
+  // Released (and no reader left): the quota is free again.
+  ASSERT_THAT(arena_->Release(a1.response.kv().id()), IsOk());
+  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  ASSERT_THAT(EnqueueAs("a", a3, 0, 2), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  a3.answered.WaitForNotification();
+}
+
+TEST_F(BatcherTest, ArenaChargeReturnsOnEveryEndingWithoutAHandle) {
+  arena_bytes_per_client_ = int64_t{1} << 20;
+  Make(16, 1 << 20, 64, /*arena_bytes=*/16 * kRowBytes);
+  Call in, none, expired, cancelled, too_big, stopped;
+  bool cancel = false;
+  ASSERT_THAT(EnqueueAs("a", in, 0, 2, v1::KV_RETURN_INLINE), IsOk());
+  ASSERT_THAT(EnqueueAs("a", none, 2, 2, v1::KV_RETURN_NONE), IsOk());
+  ASSERT_THAT(EnqueueAs("a", expired, 4, 1, v1::KV_RETURN_HANDLE,
+                        clock_.Now() + absl::Microseconds(1)),
+              IsOk());
+  ASSERT_THAT(EnqueueAs("a", cancelled, 5, 1, v1::KV_RETURN_HANDLE, absl::InfiniteFuture(),
+                        [&cancel] { return cancel; }),
+              IsOk());
+  // NONE keeps no rows: charged nothing.
+  EXPECT_EQ(arena_->client_bytes("a"), RowBound(0, 2) + RowBound(4, 2));
+  cancel = true;
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  in.answered.WaitForNotification();
+  none.answered.WaitForNotification();
+  ASSERT_THAT(in.status, IsOk());
+  ASSERT_THAT(none.status, IsOk());
+  EXPECT_THAT(expired.status,
+              StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("not executed")));
+  EXPECT_THAT(cancelled.status, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
+  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  // The batch's reservation fails (arena of 16 rows): its charge returns too.
+  ASSERT_THAT(EnqueueAs("a", too_big, 6, 8), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  too_big.answered.WaitForNotification();
+  EXPECT_THAT(too_big.status, StatusIs(absl::StatusCode::kResourceExhausted,
+                                       HasSubstr("KV arena full")));
+  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  ASSERT_THAT(EnqueueAs("a", stopped, 14, 1), IsOk());
+  EXPECT_GT(arena_->client_bytes("a"), 0);
+  batcher_->Stop();
+  EXPECT_THAT(stopped.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
+  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  EXPECT_EQ(arena_->charged_clients(), 0);
+}
+
+TEST_F(BatcherTest, BackendFailureReturnsTheArenaCharge) {
+  arena_bytes_per_client_ = int64_t{1} << 20;
+  Make();
+  backend_.Fail(absl::InternalError("injected"));
+  Call a;
+  ASSERT_THAT(EnqueueAs("a", a, 0, 3), IsOk());
+  clock_.Advance(kDelay);
+  batcher_->RunOnce();
+  a.answered.WaitForNotification();
+  EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kInternal, HasSubstr("injected")));
+  EXPECT_EQ(arena_->client_bytes("a"), 0);
 }
 
 TEST(BatcherCreateTest, RejectsInconsistentOptions) {

@@ -77,6 +77,17 @@ class ControllableBackend final : public Backend {
     }
     for (Held& h : held) Forward(std::move(h.batch), std::move(h.done));
   }
+  // Lets the most recently held batch run; the others stay held.
+  void ReleaseNewest() {
+    Held newest;
+    {
+      absl::MutexLock lock(&mu_);
+      if (held_.empty()) return;
+      newest = std::move(held_.back());
+      held_.pop_back();
+    }
+    Forward(std::move(newest.batch), std::move(newest.done));
+  }
   // Every batch completing from now on fails with `status` (sticky).
   void Fail(absl::Status status) {
     absl::MutexLock lock(&mu_);
