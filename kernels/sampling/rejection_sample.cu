@@ -125,10 +125,11 @@ __device__ __forceinline__ void UnpackQuad(const PackedQuad<D>& v, float out[4])
   }
 }
 
-// Four consecutive values x..x+3 of a row (zeros past `end`); one 16- or
-// 8-byte load when the row is aligned for it.
+// Four consecutive values x..x+3 of a row (`pad`, zero by default, past
+// `end`); one 16- or 8-byte load when the row is aligned for it.
 template <SampleDtype D>
-__device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, bool vector_ok, float out[4]) {
+__device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, bool vector_ok, float out[4],
+                                      float pad = 0.0f) {
   if (vector_ok && x + 3 < end) {
     UnpackQuad<D>(__ldg(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row) +
                                                                 int64_t{x} * SampleDtypeBytes(D))),
@@ -136,7 +137,7 @@ __device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, b
     return;
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = x + i < end ? LoadOne<D>(row, x + i) : 0.0f;
+  for (int i = 0; i < 4; ++i) out[i] = x + i < end ? LoadOne<D>(row, x + i) : pad;
 }
 
 // Largest i in [0, b) with key(i) <= r, key(i) = offsets[i] + i * extra.
@@ -734,12 +735,24 @@ struct ValueChecks {
   float target_low = 0.0f, draft_low = 0.0f;
 };
 
+// max(a, b), NaN if either is NaN (fmaxf drops a NaN operand).
+__device__ __forceinline__ float MaxKeepingNaN(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
+#endif
+}
+
 template <SampleValueKind K>
 __device__ __forceinline__ void CheckValue(float v, float& poison, float& low) {
   if constexpr (K == SampleValueKind::kLogProbabilities) {
-    // -inf is valid (probability 0), so no poison product: NaN and +inf fail
-    // v < +inf and mark `low` negative.
-    low = fminf(low, v < kInfinity ? 0.0f : -1.0f);
+    // -inf is valid (probability 0), so no v * 0 poison: `poison` keeps the
+    // running max instead (from 0; one instruction on sm_80+), +inf or NaN
+    // once any v is; ChecksPassedFor turns it into a poison.
+    poison = MaxKeepingNaN(poison, v);
   } else {
     poison = __fmaf_rn(v, 0.0f, poison);
     if constexpr (K == SampleValueKind::kProbabilities) low = fminf(low, v);
@@ -747,6 +760,14 @@ __device__ __forceinline__ void CheckValue(float v, float& poison, float& low) {
 }
 
 __device__ __forceinline__ bool ChecksPassed(float poison, float low) { return poison == 0.0f && low >= 0.0f; }
+
+template <SampleValueKind K>
+__device__ __forceinline__ bool ChecksPassedFor(float poison, float low) {
+  // Log-probabilities: the running max is >= 0 and finite iff every value
+  // was valid, and then max * 0 is 0.
+  if constexpr (K == SampleValueKind::kLogProbabilities) return ChecksPassed(__fmul_rn(poison, 0.0f), low);
+  return ChecksPassed(poison, low);
+}
 
 // The pruning state of one race in one thread. `bound` is a valid bound on
 // the race's winning key (it may differ between lanes); `seeded` is
@@ -852,16 +873,19 @@ __device__ __forceinline__ void ReadBlockBound(RaceBound& rb, unsigned* block_wo
 // (no polynomial), so the hopeless test costs a few instructions per element
 // and only the seeding and the hopeful entrants pay for ExpDet. The relative
 // error of ex2.approx and of rounding v * log2(e) (|v| <= 103.5) is below
-// 1e-5, ExpDet's 2 ulp below 3e-7: a 0.1% margin covers them, and 2^-126
-// covers subnormal results (absolute error). `up` >= ExpDet(v) >= `lo`; both
-// 0 where ExpDet is 0 (v <= -103.5, -inf, NaN) or outside the row.
-__device__ __forceinline__ void LogProbabilityBounds(float v, bool real, float& up, float& lo) {
+// 1e-5, ExpDet's 2 ulp below 3e-7: a 0.1% margin covers them (and the FMA's
+// one rounding). The additive 2^-126 covers subnormal results, which the
+// .ftz form (one SASS instruction) flushes to 0. `up` >= ExpDet(v) >= `lo`;
+// both 0 where ExpDet is 0 (v <= -103.5, -inf, NaN; the sweep pads the row's
+// tail and the slots outside a share with -inf). The bounds only prune, so
+// they need not be bit-reproducible (FMA allowed); the outcome is.
+__device__ __forceinline__ void LogProbabilityBounds(float v, float& up, float& lo) {
   float approx;
-  asm("ex2.approx.f32 %0, %1;" : "=f"(approx) : "f"(__fmul_rn(v, 1.44269504f)));
-  const bool positive = real && v > -103.5f;
-  up = positive ? __fadd_rn(__fmul_rn(approx, 1.001f), kFloatMinNormal) : 0.0f;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(__fmul_rn(v, 1.44269504f)));
+  const bool positive = v > -103.5f;
+  up = positive ? __fmaf_rn(approx, 1.001f, kFloatMinNormal) : 0.0f;
   // ex2 may overflow to +inf a little before ExpDet does (ExpDet(v) >= 3.39e38 there).
-  lo = positive ? fminf(__fsub_rn(__fmul_rn(approx, 0.999f), kFloatMinNormal), 3.3e38f) : 0.0f;
+  lo = positive ? fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f) : 0.0f;
 }
 
 // The race weights of one quad (tokens x0 .. x0+3): p (target race) and
@@ -899,22 +923,19 @@ __device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)
 // values, evaluated where needed: upper bounds (one ex2) for the hopeless
 // test, exact ExpDet weights for the seeding and the hopeful entrants. Only
 // the 8 values stay live across the races (as p and r do for the other
-// kinds); keeping bounds as well spilled registers.
+// kinds); keeping bounds as well spilled registers. Slots outside the row or
+// the share hold -inf (SweepShare's padding): weight 0, no mask needed.
 template <RowRace R>
 struct LogProbabilityQuad {
   const RowShare& w;
   const float (&tv)[4];
   const float (&dv)[4];
   int32_t x0;
-  bool in_share;
 
-  __device__ __forceinline__ bool Real(int e) const { return in_share && x0 + e < w.vocab_size; }
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
 
   // Exact weights, as the reference computes them.
-  __device__ __forceinline__ float ExactTarget(int e) const {
-    return Real(e) ? rejection::LogProbabilityToProbability(tv[e]) : 0.0f;
-  }
+  __device__ __forceinline__ float ExactTarget(int e) const { return rejection::LogProbabilityToProbability(tv[e]); }
   __device__ __forceinline__ float ExactResidual(int e) const {
     const float p = ExactTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
@@ -927,14 +948,14 @@ struct LogProbabilityQuad {
   // Upper bounds on them: max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone).
   __device__ __forceinline__ float BoundTarget(int e) const {
     float up, lo;
-    LogProbabilityBounds(tv[e], Real(e), up, lo);
+    LogProbabilityBounds(tv[e], up, lo);
     return up;
   }
   __device__ __forceinline__ float BoundResidual(int e) const {
     const float p_up = BoundTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
       float q_up, q_lo;
-      LogProbabilityBounds(dv[e], Real(e), q_up, q_lo);
+      LogProbabilityBounds(dv[e], q_up, q_lo);
       return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
     } else {
       return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
@@ -946,11 +967,11 @@ struct LogProbabilityQuad {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       float p_up, p_lo;
-      LogProbabilityBounds(tv[e], Real(e), p_up, p_lo);
+      LogProbabilityBounds(tv[e], p_up, p_lo);
       float q_up;
       if constexpr (R == RowRace::kResidualDraftRow) {
         float q_lo;
-        LogProbabilityBounds(dv[e], Real(e), q_up, q_lo);
+        LogProbabilityBounds(dv[e], q_up, q_lo);
       } else {
         q_up = OneHotDraft(e);
       }
@@ -980,7 +1001,7 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
         CheckValue<Traits::kKind>(dv[e], checks.draft_poison, checks.draft_low);
       }
     }
-    const LogProbabilityQuad<R> quad{w, tv, dv, x0, in_share};
+    const LogProbabilityQuad<R> quad{w, tv, dv, x0};
     const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
     if constexpr (kResidual) {
       if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
@@ -1060,6 +1081,8 @@ template <SampleDtype D, RaceMode M, RowRace R>
 __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* stage, BlockBounds& block,
                                            RaceCandidate& best_residual, RaceCandidate& best_target, int32_t& flags) {
   constexpr bool kDraftRow = R == RowRace::kResidualDraftRow;
+  // Slots outside the share or past the row: probability 0 (log-probabilities: -inf).
+  constexpr float kPad = RaceModeTraits<M>::kLogProbabilities ? -kInfinity : 0.0f;
   ValueChecks checks;
   RaceBound residual_bound, target_bound;
   bool feed_target = true;
@@ -1098,7 +1121,7 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
     for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
       const bool in_share = q < w.q_end;
       WaitForOldestCopies();
-      float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
       if (in_share) {
         ReadStagedQuad<D>(target_stage + read_offset, tv);
         if constexpr (kDraftRow) ReadStagedQuad<D>(draft_stage + read_offset, dv);
@@ -1113,17 +1136,18 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
   } else {
     for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
       const bool in_share = q < w.q_end;
-      float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
       if (in_share) {
-        Load4<D>(w.target_row, 4 * q, w.vocab_size, w.vector_ok, tv);
-        if constexpr (kDraftRow) Load4<D>(w.draft_row, 4 * q, w.vocab_size, w.vector_ok, dv);
+        Load4<D>(w.target_row, 4 * q, w.vocab_size, w.vector_ok, tv, kPad);
+        if constexpr (kDraftRow) Load4<D>(w.draft_row, 4 * q, w.vocab_size, w.vector_ok, dv, kPad);
       }
       RaceQuad<M, R>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound, feed_target, best_residual,
                      best_target);
     }
   }
-  flags |= (ChecksPassed(checks.target_poison, checks.target_low) ? 0 : 1) |
-           (ChecksPassed(checks.draft_poison, checks.draft_low) ? 0 : 2);
+  constexpr SampleValueKind kKind = RaceModeTraits<M>::kKind;
+  flags |= (ChecksPassedFor<kKind>(checks.target_poison, checks.target_low) ? 0 : 1) |
+           (ChecksPassedFor<kKind>(checks.draft_poison, checks.draft_low) ? 0 : 2);
 }
 
 template <SampleDtype D, RaceMode M>
