@@ -15,6 +15,10 @@ packages=(
   libclang-rt-14-dev  # ASan/UBSan/libFuzzer runtimes for scripts/sanitize.sh
   curl         # scraping /metrics in scripts
   python3-yaml # tests/deploy/check_kubernetes.py reads the Kubernetes manifests
+  # The Python client (client/python) and its tests, with Debian's /usr/bin/python3;
+  # torch (CPU) for the example worker (examples/worker) and torch-tensor inputs.
+  python3-grpcio python3-numpy python3-torch
+  libopenblas0-pthread  # an optimized BLAS for numpy and torch (the default libblas3 is the slow reference one)
 )
 
 missing=()

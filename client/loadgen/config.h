@@ -58,6 +58,11 @@ struct WorkloadConfig {
   int32_t pool_requests = 1024;
   KvReturnMode kv_return = KvReturnMode::kHandle;
   Transport transport = Transport::kInline;
+  // Token trees (docs/TREES.md): "" = chains; "WIDTHxDEPTH" (a full tree),
+  // "random:N" (random trees of N nodes, 1-4 children per node), "medusa",
+  // "eagle", or "file:PATH" (a Medusa-style path list). --alpha is then the
+  // acceptance per level.
+  std::string tree;
   int32_t cuda_device = 0;  // --transport=cuda: where the loadgen's region lives
   // Fetch (and release) the KV rows of this fraction of the answers and
   // compare them byte for byte with the oracle. 0 = never.

@@ -1,8 +1,13 @@
 #include "client/loadgen/load_workload.h"
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "client/greedy_requests.h"
 #include "client/loadgen/region_transport.h"
+#include "client/tree_requests.h"
+
+#include <fstream>
+#include <sstream>
 
 namespace specverify::loadgen {
 
@@ -251,7 +256,147 @@ AnswerCheck SampledLoadWorkload::Check(int64_t i, const v1::VerifyResponse& resp
   return check;
 }
 
+namespace {
+
+// --tree's shape; random trees (random:N) return an empty shape and N.
+absl::StatusOr<std::pair<TreeShape, int32_t>> TreeShapeOf(const std::string& spec) {
+  if (spec == "medusa") return std::make_pair(MedusaStyleShape(), 0);
+  if (spec == "eagle") return std::make_pair(EagleStyleShape(), 0);
+  if (spec.rfind("random:", 0) == 0) {
+    int32_t n = 0;
+    if (!absl::SimpleAtoi(spec.substr(7), &n) || n < 1 || n > kMaxTreeNodes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tree=", spec, ": random:N needs N in [1, ", kMaxTreeNodes, "]"));
+    }
+    return std::make_pair(TreeShape{}, n);
+  }
+  if (spec.rfind("file:", 0) == 0) {
+    std::ifstream in(spec.substr(5));
+    if (!in) return absl::NotFoundError(absl::StrCat("--tree=", spec, ": cannot read the file"));
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<TreeShape> shape = ParseTreePaths(text.str());
+    if (!shape.ok()) return shape.status();
+    return std::make_pair(*std::move(shape), 0);
+  }
+  absl::StatusOr<TreeShape> shape = ParseTreeSpec(spec);
+  if (!shape.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tree=", spec, ": expected WIDTHxDEPTH, random:N, medusa, eagle or file:PATH (",
+        shape.status().message(), ")"));
+  }
+  return std::make_pair(*std::move(shape), 0);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> TreeLoadWorkload::Create(
+    const WorkloadConfig& config) {
+  absl::StatusOr<std::pair<TreeShape, int32_t>> shape = TreeShapeOf(config.tree);
+  if (!shape.ok()) return shape.status();
+  std::unique_ptr<TreeLoadWorkload> load(new TreeLoadWorkload(config));
+  const int32_t trees = config.pool_requests * config.sequences_per_request;
+  if (config.mode == WorkloadMode::kGreedy) {
+    TreeWorkloadOptions o;
+    o.num_trees = trees;
+    o.shape = shape->first;
+    if (shape->second > 0) o.num_nodes = shape->second;
+    o.level_acceptance = {config.alpha};
+    o.row_bytes = config.row_bytes;
+    o.vocab_size = std::max(config.vocab_size, 8);
+    o.seed = config.seed;
+    absl::StatusOr<TreeGreedyWorkload> w = GenerateTreeGreedyWorkload(o);
+    if (!w.ok()) return w.status();
+    load->greedy_ = *std::move(w);
+    for (int32_t r = 0; r < config.pool_requests; ++r) {
+      absl::StatusOr<v1::VerifyRequest> request = client::BuildTreeGreedyRequest(
+          *load->greedy_, r * config.sequences_per_request, config.sequences_per_request,
+          ToProto(config.kv_return));
+      if (!request.ok()) return request.status();
+      load->requests_.push_back(*std::move(request));
+    }
+    return load;
+  }
+  if (config.kind != SampleValueKind::kProbabilities || config.method != SampleMethod::kExact) {
+    return absl::InvalidArgumentError(
+        "--tree with --mode=sampled takes --kind=probs and --method=exact");
+  }
+  TreeSampledWorkloadOptions o;
+  o.num_trees = trees;
+  o.shape = shape->first;
+  if (shape->second > 0) o.num_nodes = shape->second;
+  o.level_acceptance = {config.alpha};
+  o.vocab_size = std::max(config.vocab_size, 8);
+  o.dtype = config.dtype;
+  o.has_draft_probs = config.draft_probs;
+  o.sequences_per_request = config.sequences_per_request;
+  o.seed = config.seed;
+  absl::StatusOr<TreeSampledWorkload> w = GenerateTreeSampledWorkload(o);
+  if (!w.ok()) return w.status();
+  load->sampled_ = *std::move(w);
+  load->expected_ = ReferenceTreeOutcome(*load->sampled_);
+  for (int32_t r = 0; r < client::TreeSampledRequestCount(*load->sampled_); ++r) {
+    absl::StatusOr<v1::VerifyRequest> request = client::BuildTreeSampledRequest(*load->sampled_, r);
+    if (!request.ok()) return request.status();
+    load->requests_.push_back(*std::move(request));
+  }
+  return load;
+}
+
+bool TreeLoadWorkload::ReturnsKvHandle() const {
+  return greedy_.has_value() && config_.kv_return == KvReturnMode::kHandle && config_.row_bytes > 0;
+}
+
+AnswerCheck TreeLoadWorkload::Check(int64_t i, const v1::VerifyResponse& response,
+                                    std::optional<std::span<const std::byte>> fetched_kv) const {
+  const int32_t slot = static_cast<int32_t>(i % pool_size());
+  const int32_t per = config_.sequences_per_request;
+  AnswerCheck check;
+  check.verified = response.verified();
+  check.sequences = response.results_size();
+  for (const v1::SequenceResult& result : response.results()) {
+    check.accepted_tokens += result.accepted_length();
+  }
+  const std::vector<int32_t>& offsets = greedy_ ? greedy_->node_offsets : sampled_->node_offsets;
+  for (int32_t s = slot * per; s < std::min<int32_t>(slot * per + per, offsets.size() - 1); ++s) {
+    check.draft_tokens += offsets[s + 1] - offsets[s];
+  }
+  if (!check.verified) return check;
+  absl::StatusOr<v1::VerifyResponse> region_answer;
+  if (returns_into_region()) {
+    region_answer = RegionRowsInline(i, response);
+    if (!region_answer.ok()) {
+      check.status = region_answer.status();
+      return check;
+    }
+  }
+  const v1::VerifyResponse& answer = returns_into_region() ? *region_answer : response;
+  if (greedy_) {
+    v1::VerifyResponse with_rows = answer;
+    v1::KvReturn kv = ToProto(config_.kv_return);
+    if (fetched_kv.has_value()) {
+      with_rows.set_kv_inline(std::string(reinterpret_cast<const char*>(fetched_kv->data()),
+                                          fetched_kv->size()));
+      kv = v1::KV_RETURN_INLINE;
+    }
+    check.status = client::CheckTreeGreedyResponse(*greedy_, slot * per, per, kv, with_rows);
+  } else {
+    check.status = client::CheckTreeSampledResponse(*sampled_, expected_, slot, answer);
+  }
+  if (!check.status.ok()) {
+    check.status = absl::Status(check.status.code(),
+                                absl::StrCat("request ", i, " (pool slot ", slot, "): ",
+                                             check.status.message()));
+  }
+  return check;
+}
+
 absl::StatusOr<std::unique_ptr<LoadWorkload>> CreateLoadWorkload(const WorkloadConfig& config) {
+  if (!config.tree.empty()) {
+    absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> w = TreeLoadWorkload::Create(config);
+    if (!w.ok()) return w.status();
+    return std::unique_ptr<LoadWorkload>(*std::move(w));
+  }
   if (config.mode == WorkloadMode::kSampled) {
     absl::StatusOr<std::unique_ptr<SampledLoadWorkload>> w = SampledLoadWorkload::Create(config);
     if (!w.ok()) return w.status();

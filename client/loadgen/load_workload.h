@@ -19,6 +19,7 @@
 #include "client/sampled_requests.h"
 #include "kernels/workload/greedy_workload.h"
 #include "kernels/workload/sampling_workload.h"
+#include "kernels/workload/tree_workload.h"
 #include "specverify/v1/verifier.pb.h"
 
 namespace specverify::loadgen {
@@ -120,7 +121,24 @@ class SampledLoadWorkload final : public LoadWorkload {
   RejectionHostOutputs expected_{0, 0};
 };
 
-// The workload --mode asks for.
+// Token-tree drafts (--tree; docs/TREES.md): greedy trees checked against
+// the workload's own oracle, sampled trees against the CPU reference.
+class TreeLoadWorkload final : public LoadWorkload {
+ public:
+  static absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> Create(const WorkloadConfig& config);
+  AnswerCheck Check(int64_t i, const v1::VerifyResponse& response,
+                    std::optional<std::span<const std::byte>> fetched_kv) const override;
+  bool ReturnsKvHandle() const override;
+
+ private:
+  explicit TreeLoadWorkload(WorkloadConfig config) : config_(std::move(config)) {}
+  WorkloadConfig config_;
+  std::optional<TreeGreedyWorkload> greedy_;
+  std::optional<TreeSampledWorkload> sampled_;
+  TreeSampledExpected expected_;
+};
+
+// The workload --mode and --tree ask for.
 absl::StatusOr<std::unique_ptr<LoadWorkload>> CreateLoadWorkload(const WorkloadConfig& config);
 
 v1::KvReturn ToProto(KvReturnMode mode);

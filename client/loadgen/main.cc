@@ -66,6 +66,10 @@ ABSL_FLAG(std::string, transport, "inline",
           "Where payload travels: inline (in the messages), shm (a POSIX shared-memory region the "
           "loadgen registers) or cuda (CUDA memory exported by IPC; a CUDA build and a GPU)");
 ABSL_FLAG(int32_t, cuda_device, 0, "--transport=cuda: the GPU of the loadgen's region");
+ABSL_FLAG(std::string, tree, "",
+          "Token-tree drafts instead of chains: WIDTHxDEPTH (full tree), random:N, medusa, eagle, "
+          "or file:PATH (Medusa-style path list); --alpha is the acceptance per level. Sampled "
+          "trees take fp32/fp16/bf16 probabilities");
 ABSL_FLAG(bool, fetch_kv, false, "Fetch (and release) every answer's KV rows and check them");
 ABSL_FLAG(bool, release_kv, true,
           "Release KV handles that are not fetched; false leaves them to expire by TTL "
@@ -203,6 +207,7 @@ int main(int argc, char** argv) {
   if (!transport.ok()) return Fail(transport.status());
   config.workload.transport = *transport;
   config.workload.cuda_device = absl::GetFlag(FLAGS_cuda_device);
+  config.workload.tree = absl::GetFlag(FLAGS_tree);
   config.workload.release_kv = absl::GetFlag(FLAGS_release_kv);
   config.workload.fetch_kv_fraction =
       absl::GetFlag(FLAGS_fetch_kv) ? 1.0 : absl::GetFlag(FLAGS_fetch_kv_fraction);

@@ -262,6 +262,7 @@ std::string FormatTable(const RunReport& report) {
                   " row_bytes=", w.row_bytes, " vocab=", w.vocab_size, " seed=", w.seed,
                   " kv_return=", KvReturnModeName(w.kv_return),
                   " transport=", TransportName(w.transport),
+                  w.tree.empty() ? "" : absl::StrCat(" tree=", w.tree),
                   w.fetch_kv_fraction > 0 ? absl::StrCat(" fetch_kv=", w.fetch_kv_fraction) : "",
                   " request_wire_bytes=", report.request_wire_bytes, "\n");
   absl::StrAppend(&out, "load: ", LoopModeName(c.mode), " loop, rpc=", RpcKindName(c.rpc),
@@ -413,7 +414,7 @@ std::string FormatJson(const RunReport& report) {
                   ",\"sequences_per_request\":", w.sequences_per_request, ",\"row_bytes\":", w.row_bytes,
                   ",\"vocab_size\":", w.vocab_size, ",\"seed\":", w.seed,
                   ",\"kv_return\":\"", KvReturnModeName(w.kv_return),
-                  "\",\"transport\":\"", TransportName(w.transport),
+                  "\",\"transport\":\"", TransportName(w.transport), "\",\"tree\":\"", w.tree,
                   "\",\"request_wire_bytes\":", report.request_wire_bytes,
                   ",\"fetch_kv_fraction\":", Num(w.fetch_kv_fraction), "}");
   absl::StrAppend(&out, ",\"load\":{\"mode\":\"", LoopModeName(c.mode), "\",\"rpc\":\"",

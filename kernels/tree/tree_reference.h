@@ -19,6 +19,14 @@ struct TreeLimits {
   int32_t max_vocab_size = 1 << 20;
 };
 
+// What every implementation can run: the server's backends check batches
+// against these (the edge applied the configured --max_tree_nodes first).
+inline TreeLimits BackendTreeLimits() {
+  TreeLimits limits;
+  limits.max_tree_nodes = kMaxTreeNodes;
+  return limits;
+}
+
 // Checks the tree structure of a host-resident batch: b in [1, max_trees],
 // offsets start at 0 and each n_i lies in [1, max_tree_nodes], and every
 // parent index of node j lies in [-1, j). kInvalidArgument naming the

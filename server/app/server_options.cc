@@ -1,5 +1,7 @@
 #include "server/app/server_options.h"
 
+#include "kernels/tree/tree_params.h"
+
 #include <fstream>
 #include <functional>
 #include <map>
@@ -109,6 +111,9 @@ const std::map<std::string, Flag>& Flags() {
        IntFlag(&ServerOptions::max_stream_buffered_answers,
                "answers one VerifyStream may owe (in flight + unwritten) before the server "
                "stops reading it until one is written, [1, 65536]")},
+      {"max_tree_nodes", IntFlag(&ServerOptions::max_tree_nodes,
+                                 "nodes of one token-tree draft (SequenceDraft.parent_indices), "
+                                 "[1, 1024]")},
       {"max_regions", IntFlag(&ServerOptions::max_regions,
                               "registered data-plane regions, all clients together, [0, 65536]")},
       {"max_region_bytes",
@@ -249,6 +254,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
   if (o.max_stream_buffered_answers < 1 || o.max_stream_buffered_answers > 65536) {
     return Bad("max_stream_buffered_answers",
                absl::StrCat("is ", o.max_stream_buffered_answers, "; must lie in [1, 65536]"));
+  }
+  if (o.max_tree_nodes < 1 || o.max_tree_nodes > kMaxTreeNodes) {
+    return Bad("max_tree_nodes",
+               absl::StrCat("is ", o.max_tree_nodes, "; must lie in [1, ", kMaxTreeNodes, "]"));
   }
   if (o.max_regions < 0 || o.max_regions > 65536) {
     return Bad("max_regions", absl::StrCat("is ", o.max_regions, "; must lie in [0, 65536]"));

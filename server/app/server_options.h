@@ -40,6 +40,8 @@ struct ServerOptions {
   int32_t max_stream_buffered_answers = 64;
   // Data plane (docs/DATA_PLANE.md): registered regions, all clients together.
   int32_t max_regions = 64;
+  // Nodes of one token tree (docs/TREES.md), [1, kMaxTreeNodes].
+  int32_t max_tree_nodes = 256;
   int64_t max_region_bytes = int64_t{1} << 40;
   std::string device = "auto";
   // Prometheus exporter address; empty disables it.

@@ -149,6 +149,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   limits->set_kv_handle_ttl_ms(options.kv_handle_ttl_ms);
   limits->set_max_message_bytes(options.max_message_bytes);
   limits->set_preferred_batch_sequences(options.preferred_batch_sequences);
+  limits->set_max_tree_nodes(options.max_tree_nodes);
   limits->set_max_regions(options.max_regions);
   limits->set_max_region_bytes(options.max_region_bytes);
   for (const std::string& kind : description.region_kinds) info.add_region_kinds(kind);
@@ -162,6 +163,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   VerifierServiceOptions service_options;
   service_options.limits.max_sequences_per_request = options.max_sequences_per_request;
   service_options.limits.max_draft_tokens = options.max_draft_tokens;
+  service_options.limits.max_tree_nodes = options.max_tree_nodes;
   // The most any backend stages for one batch: a larger sampled request is
   // answered INVALID_ARGUMENT at the edge instead of failing in the executor.
   service_options.limits.max_sampled_request_bytes =

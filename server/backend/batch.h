@@ -45,6 +45,9 @@ struct BatchKey {
   // so its staging layout has one form (server/backend/staging.h).
   bool kv_in_regions = false;
   bool values_in_regions = false;
+  // Token trees (docs/TREES.md): the batch carries parent_indices and runs
+  // the tree kernels; its chains travel as trees (parents -1, 0, 1, ...).
+  bool tree = false;
 
   friend bool operator==(const BatchKey&, const BatchKey&) = default;
   template <typename H>
@@ -52,7 +55,7 @@ struct BatchKey {
     return H::combine(std::move(h), k.mode, k.kv_dtype, k.row_bytes, k.vocab_size,
                       k.value_dtype, k.value_kind, k.method, k.has_draft_probs,
                       k.validate_full_rows, k.sigmoid_alpha, k.sigmoid_beta, k.kv_in_regions,
-                      k.values_in_regions);
+                      k.values_in_regions, k.tree);
   }
 };
 
@@ -67,6 +70,9 @@ struct GreedyHostInputs {
   std::span<int32_t> draft_tokens;    // [offsets[b]]
   std::span<int32_t> target_tokens;   // [offsets[b] + b]
   std::span<std::byte> draft_kv;      // [offsets[b] * row_bytes]
+  // Tree batches (BatchKey::tree): node j's parent, tree-local, [-1, j);
+  // draft_offsets then count nodes and target_tokens hold n_i + 1 per tree.
+  std::span<int32_t> parent_indices;  // [offsets[b]] or empty
   int64_t row_bytes = 0;
 
   int32_t num_sequences() const {
@@ -101,6 +107,9 @@ struct GreedyHostResults {
   std::vector<int32_t> next_tokens;          // [b]
   std::vector<uint8_t> mismatch;             // [b]
   std::vector<int32_t> packed_row_offsets;   // [b + 1]
+  // Tree batches: the accepted paths' node indices, CSR at
+  // packed_row_offsets (empty for chain batches: their paths are 0..k-1).
+  std::vector<int32_t> accepted_nodes;
 
   void Resize(int32_t b) {
     accepted_lengths.resize(b);

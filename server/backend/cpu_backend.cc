@@ -13,6 +13,7 @@
 #include "kernels/greedy/greedy_reference.h"
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/sampling/rejection_validate.h"
+#include "kernels/tree/tree_reference.h"
 #include "server/backend/host_region_copies.h"
 #include "server/regions/host_region.h"
 
@@ -117,6 +118,55 @@ void CpuBackend::PackAcceptedRows(const GreedyVerifyParams& params, int64_t work
   });
 }
 
+absl::Status CpuBackend::ExecuteTree(Batch& batch) {
+  const absl::Time start = absl::Now();
+  const int32_t b = batch.inputs.num_sequences();
+  const int64_t nodes = batch.inputs.total_draft_rows();
+  batch.results.Resize(b);
+  batch.results.accepted_nodes.assign(static_cast<size_t>(nodes), -1);
+  GatherRegionRowsOnHost(batch);
+  GreedyVerifyParams greedy = GreedyParamsOf(batch);
+  if (batch.key.mode == VerifyMode::kGreedy) {
+    TreeGreedyVerifyParams p;
+    p.input = greedy.input;
+    p.parent_indices = batch.inputs.parent_indices.data();
+    p.output = greedy.output;
+    p.accepted_nodes = batch.results.accepted_nodes.data();
+    SV_RETURN_IF_ERROR(ValidateTreeGreedyBatch(p, BackendTreeLimits()));
+    ReferenceTreeGreedyVerifyPack(p);
+    batch.path = ExecutionPathLabel::kCpu;
+  } else {
+    RejectionSampleParams rejection = SampledHostParams(batch);
+    std::vector<int32_t> path_nodes(static_cast<size_t>(nodes), -1);
+    TreeSampleParams p;
+    p.input = rejection.input;
+    p.parent_indices = batch.inputs.parent_indices.data();
+    p.output = rejection.output;
+    p.output.greedy_target_tokens = nullptr;
+    p.path_nodes = path_nodes.data();
+    SV_RETURN_IF_ERROR(ValidateTreeSampleBatch(p, BackendTreeLimits()));
+    ReferenceTreeSample(p);
+    TreePackParams pack;
+    pack.num_trees = b;
+    pack.node_offsets = batch.inputs.draft_offsets.data();
+    pack.accepted_lengths = batch.results.accepted_lengths.data();
+    pack.path_nodes = path_nodes.data();
+    pack.draft_kv = greedy.input.draft_kv;
+    pack.row_bytes = greedy.input.row_bytes;
+    pack.packed_row_offsets = batch.results.packed_row_offsets.data();
+    pack.accepted_nodes = batch.results.accepted_nodes.data();
+    pack.packed_kv = greedy.output.packed_kv;
+    ReferenceTreePack(pack);
+    batch.path = ExecutionPathLabel::kSampling;
+  }
+  DeliverPackedRowsOnHost(batch);
+  batch.verified = true;
+  batch.exact = true;
+  batch.packed_kv_host = batch.packed_kv;  // the arena is host memory
+  batch.device_time = absl::Now() - start;
+  return absl::OkStatus();
+}
+
 absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   const absl::Time start = absl::Now();
   const int32_t b = batch.inputs.num_sequences();
@@ -145,6 +195,7 @@ absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
 }
 
 absl::Status CpuBackend::Execute(Batch& batch) {
+  if (batch.key.tree) return ExecuteTree(batch);
   if (batch.key.mode == VerifyMode::kSampled) return ExecuteSampled(batch);
   const absl::Time start = absl::Now();
   const int32_t b = batch.inputs.num_sequences();

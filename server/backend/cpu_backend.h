@@ -51,6 +51,8 @@ class CpuBackend final : public Backend {
   // Rejection sampling (kernels/sampling/rejection_reference.h), then the
   // greedy pack phases on the sampled accepted lengths.
   absl::Status ExecuteSampled(Batch& batch);
+  // Token trees (docs/TREES.md), greedy or sampled, on the tree references.
+  absl::Status ExecuteTree(Batch& batch);
   // Runs fn over [0, num_sequences) split into one range per pool thread
   // (plus the caller), or as one range when `work` is under
   // min_parallel_work: handing ranges to the pool costs microseconds.

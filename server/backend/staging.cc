@@ -14,7 +14,8 @@ StagingLayout LayoutStaging(const StagingShape& s) {
   l.draft_tokens = StagingAlignUp(4 * (b + 1));
   l.target_tokens = l.draft_tokens + StagingAlignUp(4 * rows);
   constexpr int64_t kPointer = sizeof(void*);
-  l.kv_sources = l.target_tokens + StagingAlignUp(4 * (rows + b));
+  l.parent_indices = l.target_tokens + StagingAlignUp(4 * (rows + b));
+  l.kv_sources = l.parent_indices + (s.tree ? StagingAlignUp(4 * rows) : 0);
   l.deliveries = l.kv_sources + (s.kv_from_regions ? StagingAlignUp(kPointer * b) : 0);
   l.draft_kv = l.deliveries + StagingAlignUp(int64_t{sizeof(PackedDelivery)} * s.deliveries);
   l.inputs_total = l.draft_kv + s.kv_bytes;
@@ -43,6 +44,8 @@ void ViewStagedBatch(const StagingShape& s, std::byte* in, std::byte* sampled_se
   inputs.draft_tokens = {reinterpret_cast<int32_t*>(in + l.draft_tokens), rows};
   inputs.target_tokens = {reinterpret_cast<int32_t*>(in + l.target_tokens), rows + b};
   inputs.draft_kv = {in + l.draft_kv, static_cast<size_t>(s.kv_bytes)};
+  inputs.parent_indices = {};
+  if (s.tree) inputs.parent_indices = {reinterpret_cast<int32_t*>(in + l.parent_indices), rows};
   RegionTables& tables = batch->regions;
   tables = RegionTables{};
   if (s.kv_from_regions) {

@@ -14,7 +14,8 @@
 // (so every array is aligned for vector loads and the device copy of a
 // section is one memcpy):
 //   inputs:  draft_offsets[b+1] | draft_tokens[rows] | target_tokens[rows+b]
-//            | kv_sources[b] | deliveries[d] | draft_kv
+//            | parent_indices[rows] (tree batches) | kv_sources[b] | deliveries[d]
+//            | draft_kv
 //   sampled: sequence params[b] | target_rows[rows+b] | draft_rows[rows]
 //            | target values | draft values   (sampled batches)
 // The data plane's tables (docs/DATA_PLANE.md) take no bytes unless the batch
@@ -51,6 +52,7 @@ struct StagingShape {
   int32_t deliveries = 0;           // requests with KV_RETURN_REGION
   bool values_from_regions = false; // row tables instead of staged values (sampled)
   bool draft_rows_from_regions = false;  // ... with draft probabilities
+  bool tree = false;                // parent_indices[rows] (docs/TREES.md)
 };
 
 inline constexpr int64_t kStagingAlign = 256;
@@ -61,8 +63,8 @@ inline int64_t StagingAlignUp(int64_t x) {
 // Byte offsets of every array inside the two sections. Monotone in the shape,
 // so the layout of the largest batch bounds every smaller one.
 struct StagingLayout {
-  int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, kv_sources = 0, deliveries = 0,
-          draft_kv = 0, inputs_total = 0;
+  int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, parent_indices = 0, kv_sources = 0,
+          deliveries = 0, draft_kv = 0, inputs_total = 0;
   // The part of the inputs section the batch builder writes: all of it, or
   // up to draft_kv when the backend gathers the KV rows from regions.
   int64_t inputs_host_filled = 0;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 
 #include "kernels/sampling/rejection_validate.h"
+#include "kernels/tree/tree_reference.h"
 
 namespace specverify::server {
 
@@ -17,6 +18,17 @@ void CopyPayload(void* dst, const void* src, size_t bytes, int64_t* copied) {
   if (bytes == 0) return;  // src may be null for an empty field
   std::memcpy(dst, src, bytes);
   *copied += static_cast<int64_t>(bytes);
+}
+
+// A tree's parents as sent, or a chain's (-1, 0, 1, ...) when the chain
+// rides in a tree batch (the tree kernels give a chain the chain's results).
+void CopyParents(const v1::SequenceDraft& seq, int32_t* parents, int64_t* copied) {
+  const int32_t n = seq.draft_tokens_size();
+  if (seq.parent_indices_size() > 0) {
+    CopyPayload(parents, seq.parent_indices().data(), sizeof(int32_t) * n, copied);
+  } else {
+    for (int32_t j = 0; j < n; ++j) parents[j] = j - 1;
+  }
 }
 
 int64_t SampledRowBytes(const BatchKey& key) {
@@ -63,6 +75,7 @@ void BuildGreedyInputs(std::span<const std::unique_ptr<PendingRequest>> requests
       CopyPayload(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma, &copied);
       CopyPayload(target, seq.greedy().target_tokens().data(), sizeof(int32_t) * (gamma + 1),
                   &copied);
+      if (key.tree) CopyParents(seq, in.parent_indices.data() + offsets[s], &copied);
       if (copy_kv) {
         CopyPayload(kv, seq.draft_kv().data().data(), static_cast<size_t>(gamma * rb), &copied);
         kv += gamma * rb;
@@ -101,6 +114,7 @@ void BuildSampledInputs(std::span<const std::unique_ptr<PendingRequest>> request
       const int32_t gamma = seq.draft_tokens_size();
       const v1::SampledTarget& st = seq.sampled();
       CopyPayload(draft, seq.draft_tokens().data(), sizeof(int32_t) * gamma, &copied);
+      if (key.tree) CopyParents(seq, in.parent_indices.data() + offsets[s], &copied);
       if (key.values_in_regions) {
         // Read in place: row j of the sequence is the region's row j.
         const int64_t target_row0 = int64_t{offsets[s]} + s;
@@ -158,6 +172,7 @@ StagingShape StagingShapeOf(std::span<const std::unique_ptr<PendingRequest>> req
   }
   shape.kv_bytes = shape.draft_rows * key.row_bytes;
   shape.kv_from_regions = key.kv_in_regions && key.row_bytes > 0;
+  shape.tree = key.tree;
   for (const auto& r : requests) {
     shape.deliveries += r->shape.kv_return == v1::KV_RETURN_REGION ? 1 : 0;
   }
@@ -188,8 +203,12 @@ absl::Status RequestOutcomeStatus(const Batch& batch, int32_t first_sequence, in
   if (batch.key.mode != VerifyMode::kSampled || r.status_codes.empty()) {
     return absl::OkStatus();
   }
-  absl::Status status = RejectionOutcomeStatus(r.status_codes.data() + first_sequence,
-                                               r.error_positions.data() + first_sequence, n);
+  absl::Status status =
+      batch.key.tree
+          ? TreeOutcomeStatus(r.status_codes.data() + first_sequence,
+                              r.error_positions.data() + first_sequence, n)
+          : RejectionOutcomeStatus(r.status_codes.data() + first_sequence,
+                                   r.error_positions.data() + first_sequence, n);
   if (status.ok()) return status;
   return absl::InvalidArgumentError(
       absl::StrCat("sampled verification refused the request's ", status.message()));

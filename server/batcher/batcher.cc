@@ -469,6 +469,13 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
       out->set_mismatch(res.mismatch[s] != 0);
       out->set_kv_row_offset(res.packed_row_offsets[s] - base_row);
       out->set_kv_row_count(res.accepted_lengths[s]);
+      // The accepted path: a tree batch's CSR, else a chain's 0 .. k-1.
+      const int32_t k = res.accepted_lengths[s];
+      auto* path = out->mutable_accepted_nodes();
+      path->Resize(k, 0);
+      const size_t at = static_cast<size_t>(res.packed_row_offsets[s]);
+      const bool from_tree = batch->key.tree && at + k <= res.accepted_nodes.size();
+      for (int32_t d = 0; d < k; ++d) path->Set(d, from_tree ? res.accepted_nodes[at + d] : d);
     }
     const int64_t rows = res.packed_row_offsets[s0 + n] - base_row;
     v1::ServerTiming* timing = resp->mutable_timing();
@@ -551,6 +558,10 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   report.packed_kv_bytes = keeps_rows ? report.accepted_tokens * rb : 0;
   report.device_time = batch->device_time;
   report.exact = batch->exact;
+  if (batch->key.tree) {
+    report.tree_sequences = flight->sequences;
+    report.tree_accepted_nodes = report.accepted_tokens;
+  }
   metrics_->OnBatchExecuted(report);
   metrics_->OnPayloadHostCopy(HostCopyDirection::kIn, flight->host_copy_in_bytes);
   metrics_->OnPayloadHostCopy(HostCopyDirection::kOut, host_copy_out_bytes);

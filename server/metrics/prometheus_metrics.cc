@@ -348,6 +348,18 @@ void PrometheusServerMetrics::BuildSeries() {
                         "draining for shutdown or after a device fault.")
                   .Register(r)
                   .Add({});
+  tree_sequences_ = &prometheus::BuildCounter()
+                         .Name("specverify_tree_sequences_verified_total")
+                         .Help("Token-tree drafts verified (docs/TREES.md).")
+                         .Register(r)
+                         .Add({});
+  tree_accepted_nodes_ = &prometheus::BuildCounter()
+                              .Name("specverify_tree_accepted_nodes_total")
+                              .Help("Nodes on the accepted paths of token trees; over "
+                                    "specverify_tree_sequences_verified_total, the mean "
+                                    "accepted path length.")
+                              .Register(r)
+                              .Add({});
   auto& regions = prometheus::BuildGauge()
                       .Name("specverify_regions")
                       .Help("Registered data-plane regions (RegisterRegion), by kind.")
@@ -423,6 +435,10 @@ void PrometheusServerMetrics::OnBatchExecuted(const BatchReport& report) {
   draft_tokens_->Increment(static_cast<double>(report.draft_tokens));
   accepted_tokens_->Increment(static_cast<double>(report.accepted_tokens));
   packed_kv_bytes_->Increment(static_cast<double>(report.packed_kv_bytes));
+  if (report.tree_sequences > 0) {
+    tree_sequences_->Increment(static_cast<double>(report.tree_sequences));
+    tree_accepted_nodes_->Increment(static_cast<double>(report.tree_accepted_nodes));
+  }
 }
 
 void PrometheusServerMetrics::SetQueuedSequences(int64_t sequences) {

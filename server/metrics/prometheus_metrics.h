@@ -131,6 +131,8 @@ class PrometheusServerMetrics final : public ServerMetrics {
   prometheus::Counter* draft_tokens_ = nullptr;
   prometheus::Counter* accepted_tokens_ = nullptr;
   prometheus::Counter* packed_kv_bytes_ = nullptr;
+  prometheus::Counter* tree_sequences_ = nullptr;
+  prometheus::Counter* tree_accepted_nodes_ = nullptr;
   std::array<prometheus::Counter*, 2> host_copy_bytes_{};  // HostCopyDirection
   prometheus::Gauge* queued_sequences_ = nullptr;
   prometheus::Gauge* in_flight_sequences_ = nullptr;

@@ -60,6 +60,10 @@ struct BatchReport {
   int64_t packed_kv_bytes = 0;   // accepted rows * row_bytes
   absl::Duration device_time;    // kernels (or CPU backend) time of the batch
   bool exact = true;             // false when the sigmoid approximation ran
+  // Token trees (a tree batch's sequences, chains riding in it included):
+  // accepted nodes over sequences is the mean accepted path length.
+  int64_t tree_sequences = 0;
+  int64_t tree_accepted_nodes = 0;
 };
 
 // Registered regions of the data plane, by kind (client-chosen names are

@@ -312,6 +312,48 @@ absl::Status CheckSameSampledKey(const SampledShape& a, const SampledShape& firs
   return absl::OkStatus();
 }
 
+// A token tree's structure (docs/TREES.md): n nodes within the limit, one
+// parent per node, each in [-1, j) (topological order).
+absl::Status CheckTree(const v1::SequenceDraft& seq, int i, const RequestLimits& limits) {
+  const int32_t n = seq.draft_tokens_size();
+  if (n < 1 || n > limits.max_tree_nodes) {
+    return Invalid(absl::StrCat(Seq(i), ".draft_tokens has ", n,
+                                " nodes; a tree has 1 to max_tree_nodes=", limits.max_tree_nodes));
+  }
+  if (seq.parent_indices_size() != n) {
+    return Invalid(absl::StrCat(Seq(i), ".parent_indices has ", seq.parent_indices_size(),
+                                " entries; must be one per node (", n, ")"));
+  }
+  for (int32_t j = 0; j < n; ++j) {
+    const int32_t parent = seq.parent_indices(j);
+    if (parent < -1 || parent >= j) {
+      return Invalid(absl::StrCat(Seq(i), ".parent_indices[", j, "] is ", parent,
+                                  "; node ", j, "'s parent must lie in [-1, ", j,
+                                  ") (-1: the root; nodes in topological order)"));
+    }
+  }
+  if (seq.has_sampled()) {
+    const v1::SampledTarget& st = seq.sampled();
+    const std::string field = absl::StrCat(Seq(i), ".sampled");
+    if (st.target().kind() != v1::DISTRIBUTION_KIND_PROBABILITIES) {
+      return Invalid(absl::StrCat(field, ".target.kind: sampled trees take PROBABILITIES ",
+                                  "(the tree kernels have no logits normalizer)"));
+    }
+    if (st.method() == v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION) {
+      return Invalid(absl::StrCat(field, ".method: sampled trees verify EXACT only"));
+    }
+    if (st.validate_full_rows()) {
+      return Invalid(absl::StrCat(field, ".validate_full_rows: not offered for trees (the ",
+                                  "kernels check every value they read)"));
+    }
+    if (st.target().has_values_ref() || (st.has_draft() && st.draft().has_values_ref())) {
+      return Invalid(absl::StrCat(field, ".target.values_ref: sampled trees take their ",
+                                  "distribution rows inline"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // KV_RETURN_REGION's output tensor: the KV dtype, a row of the KV's size, and
 // room for every row that could be accepted.
 absl::Status CheckKvOutput(const v1::VerifyRequest& request, int64_t row_bytes, int32_t dtype,
@@ -405,7 +447,11 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
           "; all sequences of a request must use the same mode"));
     }
     const int32_t gamma = seq.draft_tokens_size();
-    if (gamma < 1 || gamma > limits.max_draft_tokens) {
+    const bool tree = seq.parent_indices_size() > 0;
+    if (tree) {
+      if (absl::Status s = CheckTree(seq, i, limits); !s.ok()) return s;
+      out.key.tree = true;
+    } else if (gamma < 1 || gamma > limits.max_draft_tokens) {
       return Invalid(absl::StrCat(Seq(i), ".draft_tokens has ", gamma,
                                   " tokens; gamma must lie in [1, max_draft_tokens=",
                                   limits.max_draft_tokens, "]"));
@@ -474,6 +520,7 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     }
     out.total_draft_rows += gamma;
     out.payload_bytes += int64_t{4} * (2 * gamma + 1) + (kv->in_region ? 0 : kv->row_bytes * gamma);
+    if (tree) out.payload_bytes += int64_t{4} * gamma;  // parent_indices
   }
   out.kv_row_bytes = first_kv.row_bytes;
   out.kv_dtype = first_kv.dtype;

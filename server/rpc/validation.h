@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "kernels/tree/tree_params.h"
 #include "server/backend/batch.h"
 #include "specverify/v1/verifier.pb.h"
 
@@ -29,6 +30,8 @@ inline constexpr int64_t kRegionRowAlign = 16;
 struct RequestLimits {
   int32_t max_sequences_per_request = 256;
   int32_t max_draft_tokens = kMaxDraftTokens;
+  // Nodes of one token tree (docs/TREES.md); at most kMaxTreeNodes.
+  int32_t max_tree_nodes = kDefaultMaxTreeNodes;
   // Largest payload (ValidatedRequest::payload_bytes) of a sampled request;
   // 0 = unbounded. A server sets it to what its backend can stage for one
   // batch (the CUDA executor: max(--max_batch_bytes, --max_message_bytes)).

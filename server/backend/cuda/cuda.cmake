@@ -11,7 +11,7 @@ if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_kernels_greedy_cuda)
   )
   target_include_directories(specverify_server_cuda PUBLIC ${PROJECT_SOURCE_DIR})
   target_link_libraries(specverify_server_cuda
-    PUBLIC specverify_server_staging specverify_server_arena specverify_server_regions specverify_kernels_greedy_cuda specverify_cuda_common
+    PUBLIC specverify_server_staging specverify_server_arena specverify_server_regions specverify_kernels_greedy_cuda specverify_tree_cuda specverify_cuda_common
            specverify_kernels_cpu absl::status absl::statusor absl::synchronization
            absl::strings absl::time CUDA::cudart_static Threads::Threads)
 

@@ -10,6 +10,8 @@
 #include "absl/time/time.h"
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/layout/row_copy_cuda.h"
+#include "kernels/tree/tree_cuda.h"
+#include "kernels/tree/tree_reference.h"
 #include "server/backend/cuda/cuda_arena_memory.h"
 #include "server/backend/cuda/cuda_region.h"
 
@@ -20,11 +22,13 @@ namespace {
 // status_codes / error_positions are the rejection-sampling outcome codes;
 // greedy_next takes the greedy pack's next tokens of a sampled batch (the
 // sampled ones are kept). Greedy batches copy them back too (2-3 KiB at most).
+// Tree batches add accepted_nodes (the paths' CSR, copied back) and
+// path_nodes (the sampled kernel's per-tree slots, device only), [rows] each.
 struct ResultLayout {
   int64_t accepted = 0, next = 0, packed_offsets = 0, status_codes = 0, error_positions = 0,
-          greedy_next = 0, mismatch = 0, total = 0;
+          greedy_next = 0, mismatch = 0, accepted_nodes = 0, path_nodes = 0, total = 0;
 };
-ResultLayout LayoutResults(int64_t b) {
+ResultLayout LayoutResults(int64_t b, int64_t tree_rows = 0) {
   ResultLayout l;
   l.next = StagingAlignUp(4 * b);
   l.packed_offsets = l.next + StagingAlignUp(4 * b);
@@ -32,7 +36,9 @@ ResultLayout LayoutResults(int64_t b) {
   l.error_positions = l.status_codes + StagingAlignUp(4 * b);
   l.greedy_next = l.error_positions + StagingAlignUp(4 * b);
   l.mismatch = l.greedy_next + StagingAlignUp(4 * b);
-  l.total = l.mismatch + b;
+  l.accepted_nodes = l.mismatch + StagingAlignUp(b);
+  l.path_nodes = l.accepted_nodes + StagingAlignUp(4 * tree_rows);
+  l.total = tree_rows > 0 ? l.path_nodes + 4 * tree_rows : l.mismatch + b;
   return l;
 }
 
@@ -108,7 +114,7 @@ absl::Status CudaExecutor::Reserve() {
   largest.kv_from_regions = true;
   largest.deliveries = options_.max_batch_sequences;
   inputs_capacity_ = LayoutStaging(largest).inputs_total;
-  results_capacity_ = LayoutResults(options_.max_batch_sequences).total;
+  results_capacity_ = LayoutResults(options_.max_batch_sequences, max_total_rows_).total;
   // A batch's distribution rows are part of its payload, which the batcher
   // bounds by max(--max_batch_bytes, one request <= --max_message_bytes).
   sampled_capacity_ =
@@ -192,6 +198,13 @@ absl::Status CudaExecutor::ReserveSlot(Slot& slot) {
   }
   reserved_device_bytes_ += static_cast<int64_t>(scratch->view.bytes);
   slot.scratch = *std::move(scratch);
+  absl::StatusOr<TreeScratchBuffer> tree = AllocateTreeScratch(options_.max_batch_sequences, slot.stream);
+  if (!tree.ok()) {
+    (void)cudaGetLastError();
+    return ReserveError(ordinal, "device memory (tree scratch)", 0, slot.index, tree.status());
+  }
+  reserved_device_bytes_ += static_cast<int64_t>(tree->view.bytes);
+  slot.tree_scratch = *std::move(tree);
 
   SV_RETURN_IF_ERROR(device("device memory (sampled inputs)", sampled_capacity_,
                             &slot.device_sampled));
@@ -368,6 +381,7 @@ void CudaExecutor::ReleaseSlot(Slot* slot) {
 }
 
 absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
+  if (work.batch->key.tree) return LaunchTree(work, inject_fault);
   if (work.batch->key.mode == VerifyMode::kSampled) return LaunchSampled(work, inject_fault);
   Slot& slot = *work.slot;
   const GreedyHostInputs& in = work.batch->inputs;
@@ -420,6 +434,108 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   SV_CUDA_RETURN_IF_ERROR(
       dispatcher_->Launch(d, slot.scratch.view, slot.stream, &work.path));
   SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, d.params.output.packed_row_offsets));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+  return CopyBack(work, il.draft_kv, rl.total);
+}
+
+absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  const GreedyHostInputs& in = batch.inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t rows = in.total_draft_rows();
+  const int64_t row_bytes = in.row_bytes;
+  const bool sampled = batch.key.mode == VerifyMode::kSampled;
+  const StagingLayout il = LayoutStaging(batch.shape);
+  const ResultLayout rl = LayoutResults(b, rows);
+  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+  std::byte* const dev = slot.device_inputs.as<std::byte>();
+  std::byte* const res = slot.device_results.as<std::byte>();
+  work.mapped = false;  // tree batches always copy (results include the paths)
+  const auto i32 = [](std::byte* base, int64_t at) { return reinterpret_cast<int32_t*>(base + at); };
+
+  // Host views first: the checks the kernels rely on, on the staged bytes.
+  GreedyBatchInput greedy_in;
+  greedy_in.num_sequences = b;
+  greedy_in.draft_offsets = i32(dev, il.offsets);
+  greedy_in.draft_tokens = i32(dev, il.draft_tokens);
+  greedy_in.target_tokens = i32(dev, il.target_tokens);
+  greedy_in.draft_kv = row_bytes > 0 ? dev + il.draft_kv : nullptr;
+  greedy_in.row_bytes = row_bytes;
+  GreedyBatchOutput out;
+  out.accepted_lengths = i32(res, rl.accepted);
+  out.next_tokens = i32(res, rl.next);
+  out.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
+  out.packed_row_offsets = i32(res, rl.packed_offsets);
+  out.packed_kv = row_bytes > 0 ? batch.packed_kv : nullptr;
+  int32_t* const parents = i32(dev, il.parent_indices);
+  int32_t* const accepted_nodes = i32(res, rl.accepted_nodes);
+
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
+                                          cudaMemcpyHostToDevice, slot.stream));
+  if (sampled) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.device_sampled.data(), slot.pinned_sampled.data(),
+                                            static_cast<size_t>(il.sampled_total),
+                                            cudaMemcpyHostToDevice, slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
+  if (!sampled) {
+    SV_RETURN_IF_ERROR(ValidateTreeStructure(b, in.draft_offsets.data(), in.parent_indices.data(),
+                                             BackendTreeLimits()));
+    TreeGreedyDeviceBatch t;
+    t.params.input = greedy_in;
+    t.params.parent_indices = parents;
+    t.params.output = out;
+    t.params.accepted_nodes = accepted_nodes;
+    t.total_nodes = rows;
+    SV_RETURN_IF_ERROR(ValidateTreeGreedyDeviceBatch(t, slot.tree_scratch.view));
+    SV_CUDA_RETURN_IF_ERROR(LaunchTreeGreedyVerifyPack(t, slot.tree_scratch.view, slot.stream));
+    work.path = GreedyPath::kFused;
+  } else {
+    TreeSampleParams host;
+    host.input = SampledHostParams(batch).input;
+    host.parent_indices = in.parent_indices.data();
+    host.output = SampledHostParams(batch).output;
+    host.output.greedy_target_tokens = nullptr;
+    std::vector<int32_t> unused_paths(static_cast<size_t>(rows));
+    host.path_nodes = unused_paths.data();
+    SV_RETURN_IF_ERROR(ValidateTreeSampleBatch(host, BackendTreeLimits()));
+    const StagingLayout& sl = il;
+    std::byte* const sdev = slot.device_sampled.as<std::byte>();
+    TreeSampleParams d = host;
+    d.input.draft_offsets = greedy_in.draft_offsets;
+    d.input.draft_tokens = greedy_in.draft_tokens;
+    d.input.target_values = sdev + sl.target_values;
+    d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+    d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+    d.parent_indices = parents;
+    d.output.accepted_lengths = out.accepted_lengths;
+    d.output.next_tokens = out.next_tokens;
+    d.output.mismatch = out.mismatch;
+    d.output.status_codes = i32(res, rl.status_codes);
+    d.output.error_positions = i32(res, rl.error_positions);
+    d.output.greedy_target_tokens = nullptr;
+    d.path_nodes = i32(res, rl.path_nodes);
+    d.row_reads = nullptr;
+    SV_CUDA_RETURN_IF_ERROR(LaunchTreeSample(d, slot.stream));
+    TreePackParams pack;
+    pack.num_trees = b;
+    pack.node_offsets = greedy_in.draft_offsets;
+    pack.accepted_lengths = out.accepted_lengths;
+    pack.path_nodes = d.path_nodes;
+    pack.draft_kv = greedy_in.draft_kv;
+    pack.row_bytes = row_bytes;
+    pack.packed_row_offsets = out.packed_row_offsets;
+    pack.accepted_nodes = accepted_nodes;
+    pack.packed_kv = out.packed_kv;
+    SV_CUDA_RETURN_IF_ERROR(LaunchTreePack(pack, slot.tree_scratch.view, slot.stream));
+  }
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, out.packed_row_offsets));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   return CopyBack(work, il.draft_kv, rl.total);
 }
@@ -589,7 +705,8 @@ absl::Status CudaExecutor::Finish(Work& work) {
 
   Batch& batch = *work.batch;
   const int32_t b = batch.inputs.num_sequences();
-  const ResultLayout rl = LayoutResults(b);
+  const int64_t tree_rows = batch.key.tree ? batch.inputs.total_draft_rows() : 0;
+  const ResultLayout rl = LayoutResults(b, tree_rows);
   const std::byte* pin = slot.pinned_results.as<std::byte>();
   batch.results.Resize(b);
   std::memcpy(batch.results.accepted_lengths.data(), pin + rl.accepted, sizeof(int32_t) * b);
@@ -607,6 +724,14 @@ absl::Status CudaExecutor::Finish(Work& work) {
     std::memcpy(sr.error_positions.data(), pin + rl.error_positions, sizeof(int32_t) * b);
     batch.path = ExecutionPathLabel::kSampling;
     batch.exact = IsExactMethod(batch.key.method);
+  }
+  if (batch.key.tree) {
+    const int32_t accepted = batch.results.packed_row_offsets[b];
+    batch.results.accepted_nodes.resize(static_cast<size_t>(accepted));
+    std::memcpy(batch.results.accepted_nodes.data(), pin + rl.accepted_nodes,
+                sizeof(int32_t) * static_cast<size_t>(accepted));
+    batch.path = batch.key.mode == VerifyMode::kSampled ? ExecutionPathLabel::kSampling
+                                                        : ExecutionPathLabel::kFused;
   }
   batch.device_time = absl::Microseconds(static_cast<double>(ms) * 1000.0);
   batch.verified = true;

@@ -59,6 +59,7 @@
 #include "kernels/greedy/greedy_cuda.h"
 #include "kernels/greedy/greedy_dispatch.h"
 #include "kernels/sampling/rejection_sample.h"
+#include "kernels/tree/tree_cuda.h"
 #include "server/backend/backend.h"
 #include "server/backend/cuda/cuda_executor_options.h"
 
@@ -123,6 +124,8 @@ class CudaExecutor final : public Backend {
     DeviceBuffer device_sampled;
     DeviceBuffer rejection_scratch_memory;
     RejectionScratch rejection_scratch;
+    // Token trees (docs/TREES.md): the look-back state of the tree launches.
+    TreeScratchBuffer tree_scratch;
   };
   class SlotLease;
   // A batch on its way through the pipeline.
@@ -145,6 +148,9 @@ class CudaExecutor final : public Backend {
   // A sampled batch: LaunchRejectionSample, then the greedy verify-and-pack
   // on its greedy_target_tokens (the accepted KV rows), one D2H of results.
   absl::Status LaunchSampled(Work& work, bool inject_fault);
+  // A tree batch (greedy: one verify-and-pack launch; sampled: the tree
+  // sampling launch, then the pack of its paths), results and paths back.
+  absl::Status LaunchTree(Work& work, bool inject_fault);
   // Queues the D2H copies of the results (and of the packed rows for inline
   // answers) and the completion event.
   absl::Status CopyBack(Work& work, int64_t kv_section_offset, int64_t results_bytes);

@@ -289,6 +289,36 @@ TEST_F(LoadgenServerTest, SampledRowsInSharedMemory) {
   ExpectCorrectAndConsistent(*report, 100, 4);
 }
 
+// Token trees (issue #14): greedy trees with every handle's rows fetched
+// and compared, sampled trees against the CPU reference.
+TEST_F(LoadgenServerTest, TreeDraftsGreedyAndSampled) {
+  LoadgenConfig c = BaseConfig();
+  c.workload.tree = "2x3";
+  c.workload.alpha = 0.7;
+  c.workload.fetch_kv_fraction = 1.0;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+  EXPECT_GT(report->steps[0].server.accepted_tokens, 0);
+  EXPECT_THAT(FormatTable(*report), ::testing::HasSubstr("tree=2x3"));
+
+  LoadgenConfig s = BaseConfig();
+  s.workload.mode = WorkloadMode::kSampled;
+  s.workload.tree = "random:12";
+  s.workload.vocab_size = 512;
+  s.workload.row_bytes = 0;
+  s.workload.kv_return = KvReturnMode::kNone;
+  s.workload.pool_requests = 16;
+  s.requests = 100;
+  auto sampled = RunLoadgen(s);
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  ExpectCorrectAndConsistent(*sampled, 100, 4);
+
+  LoadgenConfig bad = BaseConfig();
+  bad.workload.tree = "3y2";
+  EXPECT_THAT(RunLoadgen(bad).status().message(), ::testing::HasSubstr("WIDTHxDEPTH"));
+}
+
 TEST_F(LoadgenServerTest, RegionReturnNeedsARegionTransportAndEnoughPoolEntries) {
   LoadgenConfig c = BaseConfig();
   c.workload.kv_return = KvReturnMode::kRegion;
