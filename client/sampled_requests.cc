@@ -59,6 +59,15 @@ int32_t SampledRequestCount(const SamplingWorkload& workload) {
   return (workload.num_sequences() + PerRequest(workload) - 1) / PerRequest(workload);
 }
 
+v1::DistributionKind ToProtoKind(SampleValueKind kind) {
+  switch (kind) {
+    case SampleValueKind::kProbabilities: return v1::DISTRIBUTION_KIND_PROBABILITIES;
+    case SampleValueKind::kLogits: return v1::DISTRIBUTION_KIND_LOGITS;
+    case SampleValueKind::kLogProbabilities: return v1::DISTRIBUTION_KIND_LOG_PROBABILITIES;
+  }
+  return v1::DISTRIBUTION_KIND_UNSPECIFIED;
+}
+
 absl::StatusOr<v1::VerifyRequest> BuildSampledRequest(const SamplingWorkload& w, int32_t request,
                                                       const SampledRequestSettings& settings,
                                                       const std::string& request_id) {
@@ -85,7 +94,7 @@ absl::StatusOr<v1::VerifyRequest> BuildSampledRequest(const SamplingWorkload& w,
     v1::SampledTarget* st = seq->mutable_sampled();
     const auto fill = [&](v1::Distribution* d, int64_t row, int64_t rows,
                           const std::vector<std::byte>& values) {
-      d->set_kind(logits ? v1::DISTRIBUTION_KIND_LOGITS : v1::DISTRIBUTION_KIND_PROBABILITIES);
+      d->set_kind(ToProtoKind(w.options.kind));
       v1::Tensor* t = d->mutable_values();
       t->set_dtype(ToProtoDtype(w.options.dtype));
       t->add_shape(rows);

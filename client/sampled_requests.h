@@ -48,6 +48,8 @@ RejectionHostOutputs SampledReference(const SamplingWorkload& workload,
 std::byte SyntheticKvByte(int32_t sequence, int32_t position, int64_t k);
 
 v1::DataType ToProtoDtype(SampleDtype dtype);
+// The wire kind of a row kind (DISTRIBUTION_KIND_PROBABILITIES, _LOGITS, _LOG_PROBABILITIES).
+v1::DistributionKind ToProtoKind(SampleValueKind kind);
 
 // Builds request number `request` (INVALID_ARGUMENT when outside the workload).
 absl::StatusOr<v1::VerifyRequest> BuildSampledRequest(const SamplingWorkload& workload,

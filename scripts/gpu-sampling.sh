@@ -6,7 +6,14 @@
 # is printed last.
 #
 #   scripts/gpu-sampling.sh <bundle-dir> <out-dir> [--quick] [--no-tests] [--no-bench]
-#                           [--archive <file.tgz>] [--ab]
+#                           [--archive <file.tgz>] [--ab] [--logprobs-ab]
+#
+# --logprobs-ab: issue #17's target (fp32 log-probabilities within 10% of
+# fp32 probabilities at B=8, gamma=8, V=151,936): bin/rejection_bench --only
+# at that shape, probabilities and logprobs alternating for 3 rounds (so
+# drift hits both), medians and the ratio in logprobs_ab.txt and the summary.
+# (The plain bench run also prints a "headline ... logprobs / probabilities"
+# line from one pass.)
 #
 # --ab: A/B of kernel builds in one run. Every extra bench binary in the
 # bundle, bin/rejection_bench_<name> (e.g. the current HEAD's kernel, built
@@ -24,7 +31,7 @@
 # <bundle-dir> comes from (build dir configured with -DCMAKE_CUDA_ARCHITECTURES=90):
 #   scripts/gpu-bundle.sh build-sampling .gpu-sampling tests/kernels/rejection_cuda_test \
 #     tests/kernels/rejection_stats_test tests/kernels/rejection_reference_test \
-#     tests/kernels/sampling_math_test bench/rejection_bench
+#     tests/kernels/sampling_math_test bench/rejection_bench [tests/server/sampled_server_test]
 set -uo pipefail
 if [ $# -lt 2 ]; then
   echo "usage: $0 <bundle-dir> <out-dir> [--quick] [--no-tests] [--no-bench]" >&2
@@ -39,6 +46,7 @@ tests=1
 bench=1
 archive=""
 ab=0
+logprobs_ab=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=--quick ;;
@@ -46,6 +54,7 @@ while [ $# -gt 0 ]; do
     --no-bench) bench=0 ;;
     --archive) archive=${2:?--archive needs a file}; shift ;;
     --ab) ab=1 ;;
+    --logprobs-ab) logprobs_ab=1 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
   shift
@@ -65,7 +74,11 @@ note() { echo "$*" | tee -a "$summary"; }
 
 if [ "$tests" = 1 ]; then
   start=$(date +%s)
-  for t in sampling_math_test rejection_reference_test rejection_stats_test rejection_cuda_test; do
+  # sampled_server_test (the served path, CPU and cuda:0 backends) runs when
+  # the bundle has it.
+  suites="sampling_math_test rejection_reference_test rejection_stats_test rejection_cuda_test"
+  [ -x "$bin/sampled_server_test" ] && suites="$suites sampled_server_test"
+  for t in $suites; do
     "$bin/$t" --gtest_brief=1 > "$out/$t.txt" 2>&1
     note "$t: rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) |tests? from .* ran' "$out/$t.txt" | tr '\n' ' ')"
     grep -E "^\[  FAILED  \]|Failure|sequence [0-9]+: gpu" "$out/$t.txt" | head -20 | tee -a "$summary"
@@ -88,7 +101,7 @@ if [ "$bench" = 1 ]; then
   start=$(date +%s)
   "$bin/rejection_bench" --csv "$out/rejection_bench.csv" $quick > "$out/bench.txt" 2>&1
   note "rejection_bench: rc=$? ($(( $(date +%s) - start )) s)"
-  grep -E "^device|^empty|B=8 +gamma=8 V=151936|top-k" "$out/bench.txt" | tee -a "$summary"
+  grep -E "^device|^empty|B=8 +gamma=8 V=151936|top-k|^headline" "$out/bench.txt" | tee -a "$summary"
   start=$(date +%s)
   python3 "$repo/bench/python/sampling_torch_baseline.py" --csv "$out/sampling_torch.csv" $quick \
     > "$out/torch.txt" 2>&1
@@ -120,6 +133,25 @@ if [ "$ab" = 1 ]; then
   } | sort -k3,3 -k4,4n -k1,1 -k2,2n >> "$out/ab.txt"
   note "ab: $(( $(date +%s) - start )) s"
   cat "$out/ab.txt" | tee -a "$summary"
+fi
+if [ "$logprobs_ab" = 1 ]; then
+  start=$(date +%s)
+  : > "$out/logprobs_ab.txt"
+  for round in 1 2 3; do
+    for kind in probabilities logprobs; do
+      "$bin/rejection_bench" --only "$kind,8,8,151936" --csv "$out/logprobs_ab_${kind}_${round}.csv" \
+        >> "$out/logprobs_ab_runs.txt" 2>&1 || note "logprobs-ab $kind round $round: failed"
+      awk -F, -v k="$kind" -v r="$round" '$2 == "cuda_rejection" {print "round", r, k, "median_us", $9, "p95_us", $10}' \
+        "$out/logprobs_ab_${kind}_${round}.csv" >> "$out/logprobs_ab.txt"
+    done
+  done
+  verdict=$(awk '{sum[$3] += $5; n[$3]++} END {
+         p = sum["probabilities"] / n["probabilities"]; l = sum["logprobs"] / n["logprobs"];
+         printf "mean of round medians: probabilities %.2f us, logprobs %.2f us, ratio %.3f (target <= 1.10: %s)",
+                p, l, l / p, (l / p <= 1.10 ? "met" : "NOT met") }' "$out/logprobs_ab.txt")
+  echo "$verdict" >> "$out/logprobs_ab.txt"
+  note "logprobs-ab: $(( $(date +%s) - start )) s"
+  tee -a "$summary" < "$out/logprobs_ab.txt"
 fi
 if [ -n "$archive" ]; then
   mkdir -p "$(dirname "$archive")"

@@ -1,6 +1,10 @@
 // Rejection-sampling benchmark (issue #8, part 5): LaunchRejectionSample over
 // B in {1, 8, 32, 128}, gamma in {4, 8}, V in {32000, 128256, 151936}, fp32
-// probabilities and logits, side by side with two floors measured in the same
+// probabilities and logits, and fp32 log-probabilities (issue #17) at the
+// headline shape B=8, gamma=8, V=151,936 only (or wherever --only logprobs,...
+// asks), built from the same seed as the probabilities (log-softmax of the
+// same logits) so the two are compared on the same distributions and draft
+// tokens in one run; side by side with two floors measured in the same
 // run: the bytes the algorithm must read (a streaming-read kernel over exactly
 // those rows, same rotation) and an empty kernel launch. Extra rows: the
 // full-row validation option, and top-k/top-p on logits.
@@ -13,7 +17,7 @@
 // all copies together exceed twice the 50 MB L2 (at most 64 copies).
 //
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
-//                        [--only probabilities|logits,B,GAMMA,V] [--blocks-per-sm N]
+//                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
 // Without a CUDA device it says so and exits 0.
 #include <cuda_runtime.h>
 
@@ -244,8 +248,15 @@ int Main(const Options& opt) {
   std::printf("empty kernel launch: median %.2f us, p95 %.2f us\n", empty.median_us, empty.p95_us);
   rows.push_back(Row{"-", "empty_kernel", 0, 0, 0, 1, 0, 0, empty});
 
-  for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
-    const std::string kind_name = kind == SampleValueKind::kProbabilities ? "probabilities" : "logits";
+  // Headline medians of probabilities and log-probabilities, for the ratio
+  // printed at the end (issue #17's target: log-probabilities within 10%).
+  std::map<std::string, double> headline_median;
+  for (SampleValueKind kind :
+       {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
+    const bool log_probs = kind == SampleValueKind::kLogProbabilities;
+    const std::string kind_name = kind == SampleValueKind::kProbabilities ? "probabilities"
+                                  : log_probs                             ? "logprobs"
+                                                                          : "logits";
     if (!opt.only_kind.empty() && opt.only_kind != kind_name) continue;
     for (int32_t vocab : vocabs) {
       for (int32_t gamma : gammas) {
@@ -263,6 +274,8 @@ int Main(const Options& opt) {
           return 1;
         }
         for (int32_t b : batch_sizes) {
+          // Log-probabilities: the headline shape only, unless asked for with --only.
+          if (log_probs && opt.only_kind.empty() && !(b == 8 && gamma == 8 && vocab == 151936)) continue;
           HostBatch h = Tile(*w, b);
           RejectionHostOutputs host_check(b, 0);
           RejectionLimits validate_limits;
@@ -277,16 +290,17 @@ int Main(const Options& opt) {
           DeviceCopySet set = Upload(h, copies);
           const int32_t g = RejectionRaceBlocksPerSequence(b, vocab, scratch.num_sms, scratch.race_blocks_per_sm);
 
-          // The floor: probabilities read 2 rows per sequence (the target row
-          // and the draft row at k); logits read all 2*gamma+1 rows for the
-          // normalizers. Row indices into the target buffer of each copy
-          // stand in for both (same bytes).
-          const int32_t rows_read = kind == SampleValueKind::kProbabilities ? 2 * b : (2 * gamma + 1) * b;
+          // The floor: probabilities and log-probabilities read 2 rows per
+          // sequence (the target row and the draft row at k); logits read all
+          // 2*gamma+1 rows for the normalizers. Row indices into the target
+          // buffer of each copy stand in for both (same bytes).
+          const bool two_rows = kind != SampleValueKind::kLogits;
+          const int32_t rows_read = two_rows ? 2 * b : (2 * gamma + 1) * b;
           std::vector<int64_t> row_index(rows_read);
           for (int32_t r = 0; r < rows_read; ++r) row_index[r] = r % (int64_t{b} * (gamma + 1));
           int64_t* d_row_index = DeviceCopy(row_index.data(), row_index.size());
           const int64_t floor_bytes = int64_t{rows_read} * vocab * 4 +
-                                      (kind == SampleValueKind::kProbabilities ? int64_t{b} * gamma * 2 * 32 : 0);
+                                      (two_rows ? int64_t{b} * gamma * 2 * 32 : 0);
           const int32_t floor_blocks_per_row = std::max(1, (4 * prop.multiProcessorCount + rows_read - 1) / rows_read);
 
           auto launch = [&](int c, bool full_rows) {
@@ -305,6 +319,7 @@ int Main(const Options& opt) {
           rows.push_back(Row{kind_name, "cuda_rejection", b, gamma, vocab, copies, g, floor_bytes, ours});
           rows.push_back(Row{kind_name, "read_floor", b, gamma, vocab, copies, 0, floor_bytes, floor});
           const bool headline = b == 8 && gamma == 8 && vocab == 151936;
+          if (headline) headline_median[kind_name] = ours.median_us;
           if (headline || (!opt.quick && b == 32 && gamma == 8 && vocab == 128256)) {
             const Stats full = TimeIt([&](int c) { launch(c, true); }, copies, opt.runs, stream);
             rows.push_back(Row{kind_name, "cuda_rejection_full_row_check", b, gamma, vocab, copies, g, floor_bytes, full});
@@ -363,6 +378,12 @@ int Main(const Options& opt) {
         }
       }
     }
+  }
+  if (headline_median.count("probabilities") && headline_median.count("logprobs")) {
+    const double ratio = headline_median["logprobs"] / headline_median["probabilities"];
+    std::printf("headline B=8 gamma=8 V=151936: logprobs %.2f us / probabilities %.2f us = %.3f (target <= 1.10: %s)\n",
+                headline_median["logprobs"], headline_median["probabilities"], ratio,
+                ratio <= 1.10 ? "met" : "NOT met");
   }
   FILE* csv = std::fopen(opt.csv_path.c_str(), "w");
   if (csv == nullptr) {

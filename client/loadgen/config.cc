@@ -126,7 +126,8 @@ absl::StatusOr<SampleDtype> ParseSampleDtype(absl::string_view text) {
 absl::StatusOr<SampleValueKind> ParseSampleKind(absl::string_view text) {
   if (text == "probs") return SampleValueKind::kProbabilities;
   if (text == "logits") return SampleValueKind::kLogits;
-  return FlagError("kind", absl::StrCat("expected probs or logits, got '", text, "'"));
+  if (text == "logprobs") return SampleValueKind::kLogProbabilities;
+  return FlagError("kind", absl::StrCat("expected probs, logits or logprobs, got '", text, "'"));
 }
 absl::StatusOr<SampleMethod> ParseSampleMethod(absl::string_view text) {
   if (text == "exact") return SampleMethod::kExact;
@@ -145,7 +146,12 @@ absl::string_view SampleDtypeName(SampleDtype dtype) {
   return "?";
 }
 absl::string_view SampleKindName(SampleValueKind kind) {
-  return kind == SampleValueKind::kProbabilities ? "probs" : "logits";
+  switch (kind) {
+    case SampleValueKind::kProbabilities: return "probs";
+    case SampleValueKind::kLogits: return "logits";
+    case SampleValueKind::kLogProbabilities: return "logprobs";
+  }
+  return "?";
 }
 absl::string_view SampleMethodName(SampleMethod method) {
   return method == SampleMethod::kExact ? "exact" : "sigmoid";

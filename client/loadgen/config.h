@@ -131,7 +131,7 @@ absl::StatusOr<ArrivalProcess> ParseArrivalProcess(absl::string_view text);
 absl::StatusOr<KvReturnMode> ParseKvReturnMode(absl::string_view text);
 absl::StatusOr<WorkloadMode> ParseWorkloadMode(absl::string_view text);     // greedy | sampled
 absl::StatusOr<SampleDtype> ParseSampleDtype(absl::string_view text);       // fp32 | fp16 | bf16
-absl::StatusOr<SampleValueKind> ParseSampleKind(absl::string_view text);    // probs | logits
+absl::StatusOr<SampleValueKind> ParseSampleKind(absl::string_view text);    // probs | logits | logprobs
 absl::StatusOr<SampleMethod> ParseSampleMethod(absl::string_view text);     // exact | sigmoid
 
 absl::string_view LoopModeName(LoopMode mode);

@@ -48,7 +48,7 @@ ABSL_FLAG(std::string, mode, "greedy",
           "greedy (target tokens) or sampled (distribution rows, rejection sampling, answers "
           "checked by recomputing the CPU reference for the fixed seeds)");
 ABSL_FLAG(std::string, dtype, "fp32", "Sampled: dtype of the distribution rows, fp32, fp16 or bf16");
-ABSL_FLAG(std::string, kind, "probs", "Sampled: probs or logits");
+ABSL_FLAG(std::string, kind, "probs", "Sampled: probs, logits or logprobs (log-probabilities)");
 ABSL_FLAG(std::string, method, "exact", "Sampled: exact or sigmoid (logits only; not exact)");
 ABSL_FLAG(bool, draft_probs, true,
           "Sampled: send the draft's distribution rows (false: a deterministic drafter)");

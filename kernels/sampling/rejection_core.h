@@ -45,9 +45,22 @@ SV_HD float LoadValue(const void* base, SampleDtype dtype, int64_t index) {
   }
 }
 
-// A value the verification may read: finite; a probability also >= 0.
+// A value the verification may read: finite; a probability also >= 0; a
+// log-probability is anything but NaN and +inf (-inf is probability 0).
 SV_HD bool ValueIsValid(SampleValueKind kind, float v) {
+  if (kind == SampleValueKind::kLogProbabilities) return v < detmath::BitsToFloat(0x7f800000u);
   return detmath::IsFinite(v) && (kind == SampleValueKind::kLogits || v >= 0.0f);
+}
+
+// The probability a log-probability stands for: ExpDet, so the CPU and the
+// GPU agree bit for bit. -inf (and anything <= -103.5) gives 0; v >= 88.72
+// gives +inf (a valid value, if a useless one: such a row is not normalized).
+SV_HD float LogProbabilityToProbability(float v) { return detmath::ExpDet(v); }
+
+// What an element adds to its row's mass in the full-row check
+// (validate_full_rows) of probability and log-probability rows.
+SV_HD float RowMassOf(SampleValueKind kind, float v) {
+  return kind == SampleValueKind::kLogProbabilities ? LogProbabilityToProbability(v) : v;
 }
 
 // 1 / T, computed the same way everywhere (T > 0).
@@ -118,6 +131,7 @@ struct RowProbability {
 
 SV_HD float ProbabilityOf(const RowProbability& r, float v) {
   if (r.kind == SampleValueKind::kProbabilities) return v;
+  if (r.kind == SampleValueKind::kLogProbabilities) return LogProbabilityToProbability(v);
   if (r.method == SampleMethod::kSigmoid) {
     return SigmoidValue(v, r.inv_t, r.sig_alpha, r.sig_beta_minus_alpha);
   }
@@ -131,7 +145,7 @@ SV_HD float ProbabilityOf(const RowProbability& r, float v) {
 SV_HD int32_t SequenceParamsCode(SampleValueKind kind, SampleMethod method,
                                  const SequenceSamplingParams& s) {
   if (s.sequence_index < 0) return kRejectionBadSequenceParams;
-  if (kind == SampleValueKind::kProbabilities) {
+  if (kind == SampleValueKind::kProbabilities || kind == SampleValueKind::kLogProbabilities) {
     return (s.top_k == 0 && s.top_p == 1.0f) ? kRejectionOk : kRejectionBadSequenceParams;
   }
   if (!detmath::IsFinite(s.temperature) || !(s.temperature >= 0.0f)) return kRejectionBadSequenceParams;

@@ -44,6 +44,12 @@ enum class SampleValueKind : uint8_t {
   // Draft logits give q = softmax(z_q / T) (no top-k/top-p: a drafter that
   // filtered sends probabilities).
   kLogits = 1,
+  // Normalized log-probabilities (seed 004): p = exp(v) with det_math's
+  // ExpDet, the same bits on the CPU and the GPU. -inf is allowed (p = 0);
+  // NaN and +inf are invalid. As for probabilities, temperature is ignored
+  // and top_k / top_p must be neutral (the caller applied them), and no
+  // normalizer pass runs: acceptance reads two scalars per position.
+  kLogProbabilities = 2,
 };
 
 enum class SampleMethod : uint8_t {
@@ -62,7 +68,7 @@ inline constexpr bool IsExactMethod(SampleMethod m) { return m == SampleMethod::
 struct SequenceSamplingParams {
   uint64_t seed = 0;           // the request's seed (VerifyRequest.seed)
   int32_t sequence_index = 0;  // index of this sequence within its request, >= 0
-  float temperature = 1.0f;    // logits: finite, >= 0 (0 = greedy); ignored for probabilities
+  float temperature = 1.0f;    // logits: finite, >= 0 (0 = greedy); ignored for (log-)probabilities
   int32_t top_k = 0;           // logits: >= 0, 0 = keep all
   float top_p = 1.0f;          // logits: in (0, 1], 1 = keep all
 };
@@ -73,11 +79,11 @@ static_assert(sizeof(SequenceSamplingParams) == 24);
 enum RejectionCode : int32_t {
   kRejectionOk = 0,
   kRejectionDraftTokenOutOfRange = 1,  // a draft id outside [0, V)
-  kRejectionBadTargetValue = 2,        // NaN, Inf, or a negative probability in a target row read
+  kRejectionBadTargetValue = 2,        // NaN, Inf, a negative probability, or a NaN/+inf log-probability read
   kRejectionBadDraftValue = 3,         // the same in a draft row read
   kRejectionEmptyTargetRow = 4,        // the row sampled from has no positive mass
   kRejectionBadSequenceParams = 5,     // temperature / top_k / top_p out of range
-  kRejectionBadRowSum = 6,             // full-row check: a probability row sums to 0 or not finite
+  kRejectionBadRowSum = 6,             // full-row check: a (log-)probability row's mass is 0 or not finite
 };
 
 struct RejectionBatchInput {
@@ -90,8 +96,9 @@ struct RejectionBatchInput {
   SampleValueKind kind = SampleValueKind::kProbabilities;
   SampleMethod method = SampleMethod::kExact;
   bool has_draft_probs = false;
-  // Check every element of every row (and, for probabilities, that each row's
-  // sum is positive and finite) instead of only the elements the verification
+  // Check every element of every row (and, for probabilities and
+  // log-probabilities, that each row's mass, sum of p or of ExpDet(v), is
+  // positive and finite) instead of only the elements the verification
   // reads. Costs one extra pass over all rows.
   bool validate_full_rows = false;
   // Host-known: some sequence has top_k > 0 or top_p < 1. The GPU path needs

@@ -69,13 +69,16 @@ double ChunkSumFixedOrder(int32_t begin, int32_t end, F contribution) {
   return lanes[0];
 }
 
-// Full-row check of a probability row: chunk sums in the fixed order, chunks
-// in increasing order (as the GPU's check pass).
+// Full-row check of a probability (log-probability) row: the mass, sum of p
+// (of ExpDet(v)), with chunk sums in the fixed order and chunks in increasing
+// order (as the GPU's check pass).
 bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const std::function<float(int32_t)>& load) {
   double sum = 0.0;
   for (int32_t begin = 0; begin < in.vocab_size; begin += rejection::kNormalizerChunk) {
     const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
-    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) { return load(x); }));
+    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) {
+                          return rejection::RowMassOf(in.kind, load(x));
+                        }));
   }
   return sum > 0.0 && sum <= 1.7976931348623157e308;
 }
@@ -183,7 +186,8 @@ Outcome SampleSequence(const SequenceView& v) {
     }
   }
   if (in.validate_full_rows) {
-    const bool probabilities = in.kind == SampleValueKind::kProbabilities;
+    // Probability and log-probability rows must also have a positive, finite mass.
+    const bool probabilities = in.kind != SampleValueKind::kLogits;
     for (int32_t j = 0; j <= v.gamma; ++j) {
       if (FirstInvalid(in, target_row(j)) >= 0) return fail(kRejectionBadTargetValue, j);
       if (probabilities && !RowSumIsPositiveFinite(in, target_row(j))) return fail(kRejectionBadRowSum, j);

@@ -125,10 +125,11 @@ __device__ __forceinline__ void UnpackQuad(const PackedQuad<D>& v, float out[4])
   }
 }
 
-// Four consecutive values x..x+3 of a row (zeros past `end`); one 16- or
-// 8-byte load when the row is aligned for it.
+// Four consecutive values x..x+3 of a row (`pad`, zero by default, past
+// `end`); one 16- or 8-byte load when the row is aligned for it.
 template <SampleDtype D>
-__device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, bool vector_ok, float out[4]) {
+__device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, bool vector_ok, float out[4],
+                                      float pad = 0.0f) {
   if (vector_ok && x + 3 < end) {
     UnpackQuad<D>(__ldg(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row) +
                                                                 int64_t{x} * SampleDtypeBytes(D))),
@@ -136,7 +137,7 @@ __device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, b
     return;
   }
 #pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = x + i < end ? LoadOne<D>(row, x + i) : 0.0f;
+  for (int i = 0; i < 4; ++i) out[i] = x + i < end ? LoadOne<D>(row, x + i) : pad;
 }
 
 // Largest i in [0, b) with key(i) <= r, key(i) = offsets[i] + i * extra.
@@ -323,12 +324,13 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
       }
     }
   } else {
+    // The row's mass: p, or ExpDet(v) for log-probabilities (RowMassOf).
 #pragma unroll
     for (int r = 0; r < kRounds; ++r) {
       const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        if (x + i < end) partial = detmath::Add(partial, v[r][i]);
+        if (x + i < end) partial = detmath::Add(partial, rejection::RowMassOf(in.kind, v[r][i]));
       }
     }
   }
@@ -362,7 +364,7 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
   } else {
     double sum = 0.0;
     for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, row_chunks[i].sum);
-    if (in.kind == SampleValueKind::kProbabilities && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
+    if (in.kind != SampleValueKind::kLogits && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
       out.flags |= kRowBadSum;
     }
   }
@@ -540,14 +542,16 @@ struct RaceArgs {
 
 // The race kernel is compiled per value mode so that the probabilities path
 // carries no logits state in registers.
-enum class RaceMode : int { kProbabilities = 0, kLogitsExact = 1, kSigmoid = 2 };
+enum class RaceMode : int { kProbabilities = 0, kLogitsExact = 1, kSigmoid = 2, kLogProbabilities = 3 };
 
 template <RaceMode M>
 struct RaceModeTraits {
-  static constexpr SampleValueKind kKind =
-      M == RaceMode::kProbabilities ? SampleValueKind::kProbabilities : SampleValueKind::kLogits;
+  static constexpr SampleValueKind kKind = M == RaceMode::kProbabilities      ? SampleValueKind::kProbabilities
+                                           : M == RaceMode::kLogProbabilities ? SampleValueKind::kLogProbabilities
+                                                                              : SampleValueKind::kLogits;
   static constexpr SampleMethod kMethod = M == RaceMode::kSigmoid ? SampleMethod::kSigmoid : SampleMethod::kExact;
   static constexpr bool kLogitsExact = M == RaceMode::kLogitsExact;
+  static constexpr bool kLogProbabilities = M == RaceMode::kLogProbabilities;
 };
 
 struct Decision {
@@ -731,13 +735,39 @@ struct ValueChecks {
   float target_low = 0.0f, draft_low = 0.0f;
 };
 
+// max(a, b), NaN if either is NaN (fmaxf drops a NaN operand).
+__device__ __forceinline__ float MaxKeepingNaN(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
+#endif
+}
+
 template <SampleValueKind K>
 __device__ __forceinline__ void CheckValue(float v, float& poison, float& low) {
-  poison = __fmaf_rn(v, 0.0f, poison);
-  if constexpr (K == SampleValueKind::kProbabilities) low = fminf(low, v);
+  if constexpr (K == SampleValueKind::kLogProbabilities) {
+    // -inf is valid (probability 0), so no v * 0 poison: `poison` keeps the
+    // running max instead (from 0; one instruction on sm_80+), +inf or NaN
+    // once any v is; ChecksPassedFor turns it into a poison.
+    poison = MaxKeepingNaN(poison, v);
+  } else {
+    poison = __fmaf_rn(v, 0.0f, poison);
+    if constexpr (K == SampleValueKind::kProbabilities) low = fminf(low, v);
+  }
 }
 
 __device__ __forceinline__ bool ChecksPassed(float poison, float low) { return poison == 0.0f && low >= 0.0f; }
+
+template <SampleValueKind K>
+__device__ __forceinline__ bool ChecksPassedFor(float poison, float low) {
+  // Log-probabilities: the running max is >= 0 and finite iff every value
+  // was valid, and then max * 0 is 0.
+  if constexpr (K == SampleValueKind::kLogProbabilities) return ChecksPassed(__fmul_rn(poison, 0.0f), low);
+  return ChecksPassed(poison, low);
+}
 
 // The pruning state of one race in one thread. `bound` is a valid bound on
 // the race's winning key (it may differ between lanes); `seeded` is
@@ -787,16 +817,24 @@ __device__ __forceinline__ bool Hopeful(uint32_t bits, float weight, float scale
 // quad rarely pays for one; then computes exact keys for the lanes' hopeful
 // entrants only (rare once seeded) and shares the tighter bound with the warp
 // and the block. Every lane of the warp calls it (warp votes and shuffles).
-__device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const float (&weight)[4], int32_t x0,
-                                            RaceBound& rb, RaceCandidate& best, unsigned* block_word) {
+// weight(e) is an upper bound on entrant e's weight, used only to prune;
+// exact(e) its exact weight (the same value for every value kind but
+// log-probabilities, whose exact weight costs an ExpDet and is computed only
+// for the seeding and the hopeful entrants).
+template <typename BoundWeight, typename ExactWeight>
+__device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundWeight& weight,
+                                            const ExactWeight& exact, int32_t x0, RaceBound& rb,
+                                            RaceCandidate& best, unsigned* block_word) {
   const bool leader = threadIdx.x % 32 == 0;
   if (!rb.seeded) {
     float ub = kInfinity;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      if (weight[e] > 0.0f) {
+      // KeyUpperBound needs a weight no larger than the exact one: the exact one.
+      const float w = exact(e);
+      if (w > 0.0f) {
         const float uniform = UniformOpenFloat(bits.v[e]);
-        ub = fminf(ub, KeyUpperBound(uniform, detmath::Sub(1.0f, uniform), weight[e]));
+        ub = fminf(ub, KeyUpperBound(uniform, detmath::Sub(1.0f, uniform), w));
       }
     }
     ub = WarpMin(ub);
@@ -806,13 +844,13 @@ __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const float 
   }
   bool hopeful = false;
 #pragma unroll
-  for (int e = 0; e < 4; ++e) hopeful = hopeful || Hopeful(bits.v[e], weight[e], rb.scale);
+  for (int e = 0; e < 4; ++e) hopeful = hopeful || Hopeful(bits.v[e], weight(e), rb.scale);
   if (__any_sync(kFullMask, hopeful)) {
     if (hopeful) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        if (Hopeful(bits.v[e], weight[e], rb.scale)) {
-          rejection::RaceOffer(best, RaceExponential(bits.v[e]), weight[e], x0 + e);
+        if (Hopeful(bits.v[e], weight(e), rb.scale)) {
+          rejection::RaceOffer(best, RaceExponential(bits.v[e]), exact(e), x0 + e);
         }
       }
     }
@@ -831,8 +869,28 @@ __device__ __forceinline__ void ReadBlockBound(RaceBound& rb, unsigned* block_wo
   if (__uint_as_float(bits) < rb.bound) Tighten(rb, __uint_as_float(bits));
 }
 
+// Log-probabilities: bounds on the exact weight ExpDet(v) from one MUFU ex2
+// (no polynomial), so the hopeless test costs a few instructions per element
+// and only the seeding and the hopeful entrants pay for ExpDet. The relative
+// error of ex2.approx and of rounding v * log2(e) (|v| <= 103.5) is below
+// 1e-5, ExpDet's 2 ulp below 3e-7: a 0.1% margin covers them (and the FMA's
+// one rounding). The additive 2^-126 covers subnormal results, which the
+// .ftz form (one SASS instruction) flushes to 0. `up` >= ExpDet(v) >= `lo`;
+// both 0 where ExpDet is 0 (v <= -103.5, -inf, NaN; the sweep pads the row's
+// tail and the slots outside a share with -inf). The bounds only prune, so
+// they need not be bit-reproducible (FMA allowed); the outcome is.
+__device__ __forceinline__ void LogProbabilityBounds(float v, float& up, float& lo) {
+  float approx;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(__fmul_rn(v, 1.44269504f)));
+  const bool positive = v > -103.5f;
+  up = positive ? __fmaf_rn(approx, 1.001f, kFloatMinNormal) : 0.0f;
+  // ex2 may overflow to +inf a little before ExpDet does (ExpDet(v) >= 3.39e38 there).
+  lo = positive ? fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f) : 0.0f;
+}
+
 // The race weights of one quad (tokens x0 .. x0+3): p (target race) and
 // r = max(0, p - q) (residual race), zero outside the share or the row.
+// Not for log-probabilities (LogProbabilityQuad).
 template <RaceMode M, RowRace R>
 __device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)[4], const float (&dv)[4], int32_t x0,
                                             bool in_share, ValueChecks& checks, float (&p)[4], float (&r)[4]) {
@@ -861,30 +919,121 @@ __device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)
   }
 }
 
+// A quad of log-probability values. The weights are functions of the stored
+// values, evaluated where needed: upper bounds (one ex2) for the hopeless
+// test, exact ExpDet weights for the seeding and the hopeful entrants. Only
+// the 8 values stay live across the races (as p and r do for the other
+// kinds); keeping bounds as well spilled registers. Slots outside the row or
+// the share hold -inf (SweepShare's padding): weight 0, no mask needed.
+template <RowRace R>
+struct LogProbabilityQuad {
+  const RowShare& w;
+  const float (&tv)[4];
+  const float (&dv)[4];
+  int32_t x0;
+
+  __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
+
+  // Exact weights, as the reference computes them.
+  __device__ __forceinline__ float ExactTarget(int e) const { return rejection::LogProbabilityToProbability(tv[e]); }
+  __device__ __forceinline__ float ExactResidual(int e) const {
+    const float p = ExactTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      // As QuadWeights: fmaxf(p - q, 0) is ResidualWeight (p = q = +inf: NaN -> 0, as there).
+      return fmaxf(detmath::Sub(p, rejection::LogProbabilityToProbability(dv[e])), 0.0f);
+    } else {
+      return rejection::ResidualWeight(p, OneHotDraft(e));
+    }
+  }
+  // Upper bounds on them: max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone).
+  __device__ __forceinline__ float BoundTarget(int e) const {
+    float up, lo;
+    LogProbabilityBounds(tv[e], up, lo);
+    return up;
+  }
+  __device__ __forceinline__ float BoundResidual(int e) const {
+    const float p_up = BoundTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      float q_up, q_lo;
+      LogProbabilityBounds(dv[e], q_up, q_lo);
+      return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
+    } else {
+      return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
+    }
+  }
+  // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
+  __device__ __forceinline__ bool CertainResidual() const {
+    bool certain = false;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float p_up, p_lo;
+      LogProbabilityBounds(tv[e], p_up, p_lo);
+      float q_up;
+      if constexpr (R == RowRace::kResidualDraftRow) {
+        float q_lo;
+        LogProbabilityBounds(dv[e], q_up, q_lo);
+      } else {
+        q_up = OneHotDraft(e);
+      }
+      certain = certain || p_lo > q_up;
+    }
+    return certain;
+  }
+};
+
 // The race over one quad. While the warp has seen no residual entrant the
 // target race is fed too: it only decides when the whole row has none, so a
-// warp that has seen one stops feeding it (warp-uniform `feed_target`).
+// warp that has seen one stops feeding it (warp-uniform `feed_target`): for
+// log-probabilities once a residual entrant is certain from the bounds.
 template <RaceMode M, RowRace R>
 __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4], const float (&dv)[4], int32_t q,
                                          bool in_share, BlockBounds& block, ValueChecks& checks,
                                          RaceBound& residual_bound, RaceBound& target_bound, bool& feed_target,
                                          RaceCandidate& best_residual, RaceCandidate& best_target) {
+  using Traits = RaceModeTraits<M>;
   constexpr bool kResidual = R != RowRace::kBonus;
   const int32_t x0 = 4 * q;
-  float p[4], r[4];
-  QuadWeights<M, R>(w, tv, dv, x0, in_share, checks, p, r);
-  const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
-  if constexpr (kResidual) {
-    if (feed_target) {
-      const bool lane_has_residual = r[0] > 0.0f || r[1] > 0.0f || r[2] > 0.0f || r[3] > 0.0f;
-      feed_target = !__any_sync(kFullMask, lane_has_residual);
+  if constexpr (Traits::kLogProbabilities) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      CheckValue<Traits::kKind>(tv[e], checks.target_poison, checks.target_low);
+      if constexpr (R == RowRace::kResidualDraftRow) {
+        CheckValue<Traits::kKind>(dv[e], checks.draft_poison, checks.draft_low);
+      }
     }
-    ReadBlockBound(residual_bound, &block.residual);
-    RaceOneQuad(bits, r, x0, residual_bound, best_residual, &block.residual);
-  }
-  if (feed_target) {
-    ReadBlockBound(target_bound, &block.target);
-    RaceOneQuad(bits, p, x0, target_bound, best_target, &block.target);
+    const LogProbabilityQuad<R> quad{w, tv, dv, x0};
+    const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
+    if constexpr (kResidual) {
+      if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
+      ReadBlockBound(residual_bound, &block.residual);
+      RaceOneQuad(
+          bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.ExactResidual(e); }, x0,
+          residual_bound, best_residual, &block.residual);
+    }
+    if (feed_target) {
+      ReadBlockBound(target_bound, &block.target);
+      RaceOneQuad(
+          bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.ExactTarget(e); }, x0,
+          target_bound, best_target, &block.target);
+    }
+  } else {
+    float p[4], r[4];
+    QuadWeights<M, R>(w, tv, dv, x0, in_share, checks, p, r);
+    const auto weight_p = [&](int e) { return p[e]; };
+    const auto weight_r = [&](int e) { return r[e]; };
+    const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
+    if constexpr (kResidual) {
+      if (feed_target) {
+        const bool lane_has_residual = r[0] > 0.0f || r[1] > 0.0f || r[2] > 0.0f || r[3] > 0.0f;
+        feed_target = !__any_sync(kFullMask, lane_has_residual);
+      }
+      ReadBlockBound(residual_bound, &block.residual);
+      RaceOneQuad(bits, weight_r, weight_r, x0, residual_bound, best_residual, &block.residual);
+    }
+    if (feed_target) {
+      ReadBlockBound(target_bound, &block.target);
+      RaceOneQuad(bits, weight_p, weight_p, x0, target_bound, best_target, &block.target);
+    }
   }
 }
 
@@ -932,6 +1081,8 @@ template <SampleDtype D, RaceMode M, RowRace R>
 __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* stage, BlockBounds& block,
                                            RaceCandidate& best_residual, RaceCandidate& best_target, int32_t& flags) {
   constexpr bool kDraftRow = R == RowRace::kResidualDraftRow;
+  // Slots outside the share or past the row: probability 0 (log-probabilities: -inf).
+  constexpr float kPad = RaceModeTraits<M>::kLogProbabilities ? -kInfinity : 0.0f;
   ValueChecks checks;
   RaceBound residual_bound, target_bound;
   bool feed_target = true;
@@ -970,7 +1121,7 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
     for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
       const bool in_share = q < w.q_end;
       WaitForOldestCopies();
-      float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
       if (in_share) {
         ReadStagedQuad<D>(target_stage + read_offset, tv);
         if constexpr (kDraftRow) ReadStagedQuad<D>(draft_stage + read_offset, dv);
@@ -985,17 +1136,18 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
   } else {
     for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
       const bool in_share = q < w.q_end;
-      float tv[4] = {0.0f, 0.0f, 0.0f, 0.0f}, dv[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
       if (in_share) {
-        Load4<D>(w.target_row, 4 * q, w.vocab_size, w.vector_ok, tv);
-        if constexpr (kDraftRow) Load4<D>(w.draft_row, 4 * q, w.vocab_size, w.vector_ok, dv);
+        Load4<D>(w.target_row, 4 * q, w.vocab_size, w.vector_ok, tv, kPad);
+        if constexpr (kDraftRow) Load4<D>(w.draft_row, 4 * q, w.vocab_size, w.vector_ok, dv, kPad);
       }
       RaceQuad<M, R>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound, feed_target, best_residual,
                      best_target);
     }
   }
-  flags |= (ChecksPassed(checks.target_poison, checks.target_low) ? 0 : 1) |
-           (ChecksPassed(checks.draft_poison, checks.draft_low) ? 0 : 2);
+  constexpr SampleValueKind kKind = RaceModeTraits<M>::kKind;
+  flags |= (ChecksPassedFor<kKind>(checks.target_poison, checks.target_low) ? 0 : 1) |
+           (ChecksPassedFor<kKind>(checks.draft_poison, checks.draft_low) ? 0 : 2);
 }
 
 template <SampleDtype D, RaceMode M>
@@ -1169,7 +1321,7 @@ cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
     void (*kernel)(RaceArgs);
     int32_t blocks;
   };
-  static constexpr int kEntries = 9;  // 3 dtypes x 3 modes
+  static constexpr int kEntries = 12;  // 3 dtypes x 4 modes
   static Entry cache[kEntries] = {};
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -1219,9 +1371,14 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     FilterKernel<D><<<static_cast<unsigned>(num_target_rows), kFilterThreads, 0, stream>>>(FilterArgs{in, layout});
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
+  // Log-probabilities need no row pass (unless validate_full_rows): the race
+  // kernel converts the two scalars per position and the sampled row(s) as it
+  // reads them.
   void (*race)(RaceArgs) = logits_exact                        ? AcceptRaceKernel<D, RaceMode::kLogitsExact>
                             : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid>
-                                                                  : AcceptRaceKernel<D, RaceMode::kProbabilities>;
+                            : in.kind == SampleValueKind::kLogProbabilities
+                                ? AcceptRaceKernel<D, RaceMode::kLogProbabilities>
+                                : AcceptRaceKernel<D, RaceMode::kProbabilities>;
   // Never plan for more blocks per SM than fit (registers: the race kernels
   // are compiled for 3 blocks of 256 threads; shared memory: 40 KB of
   // staging each): a plan beyond that is a second wave.

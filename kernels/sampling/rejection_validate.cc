@@ -69,7 +69,8 @@ absl::Status ValidateRejectionBatch(const RejectionSampleParams& params, const R
       return absl::InvalidArgumentError(absl::StrCat(
           "sequence ", i, ": sampling parameters out of range (temperature ", s.temperature, ", top_k ",
           s.top_k, ", top_p ", s.top_p, ", sequence_index ", s.sequence_index,
-          "): probabilities take top_k 0 and top_p 1; logits need a finite temperature >= 0, "
+          "): probabilities and log-probabilities take top_k 0 and top_p 1; logits need a finite "
+          "temperature >= 0, "
           "top_k >= 0, top_p in (0, 1]; sigmoid needs temperature > 0 and no top-k/top-p"));
     }
     any_filter = any_filter || rejection::IsFiltered(s);
@@ -84,8 +85,10 @@ const char* RejectionCodeName(int32_t code) {
   switch (code) {
     case kRejectionOk: return "ok";
     case kRejectionDraftTokenOutOfRange: return "draft token id outside [0, vocab)";
-    case kRejectionBadTargetValue: return "target value is NaN, infinite or a negative probability";
-    case kRejectionBadDraftValue: return "draft value is NaN, infinite or a negative probability";
+    case kRejectionBadTargetValue:
+      return "target value is NaN, infinite or a negative probability (log-probabilities: NaN or +inf)";
+    case kRejectionBadDraftValue:
+      return "draft value is NaN, infinite or a negative probability (log-probabilities: NaN or +inf)";
     case kRejectionEmptyTargetRow: return "target row to sample from has no positive probability";
     case kRejectionBadSequenceParams: return "temperature, top_k or top_p out of range";
     case kRejectionBadRowSum: return "probability row sum is zero or not finite";

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/sampling/det_math.h"
+#include "kernels/sampling/rejection_core.h"
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/workload/random.h"
 
@@ -36,6 +37,26 @@ std::vector<double> Softmax(const std::vector<float>& z, float t) {
   }
   for (double& v : p) v /= sum;
   return p;
+}
+
+// log(softmax(z / t)) as floats: (z - m) / t - log(sum), the rows a caller
+// would send as log-probabilities; -inf exactly where softmax's weight
+// underflows to 0 (so exp of these rows is 0 where the probability rows are).
+std::vector<float> LogSoftmax(const std::vector<float>& z, float t) {
+  float m = z[0];
+  for (float v : z) m = v > m ? v : m;
+  std::vector<float> d(z.size());
+  double sum = 0.0;
+  for (size_t x = 0; x < z.size(); ++x) {
+    d[x] = detmath::Div(detmath::Sub(z[x], m), t);
+    sum += detmath::ExpDet(d[x]);
+  }
+  // sum >= 1 (the maximum contributes 1): a normal float, LogDet's domain.
+  const float log_sum = detmath::LogDet(static_cast<float>(sum));
+  for (float& v : d) {
+    v = detmath::ExpDet(v) > 0.0f ? detmath::Sub(v, log_sum) : rejection::NegativeInfinity();
+  }
+  return d;
 }
 
 int32_t SampleFrom(const std::vector<double>& p, SplitMix64& rng) {
@@ -102,7 +123,8 @@ absl::StatusOr<SamplingWorkload> GenerateSamplingWorkload(const SamplingWorkload
   w.options = o;
   const int32_t v = o.vocab_size;
   const bool logits = o.kind == SampleValueKind::kLogits;
-  // Probabilities are stored after temperature; T == 0 there means T == 1.
+  const bool log_probs = o.kind == SampleValueKind::kLogProbabilities;
+  // (Log-)probabilities are stored after temperature; T == 0 there means T == 1.
   const float t = o.temperature > 0.0f ? o.temperature : 1.0f;
   w.draft_offsets.push_back(0);
   std::vector<float> zp(v), zq(v), stored(v);
@@ -138,6 +160,9 @@ absl::StatusOr<SamplingWorkload> GenerateSamplingWorkload(const SamplingWorkload
       // Target row.
       if (logits) {
         AppendAsDtype(zp.data(), v, o.dtype, w.target_values);
+      } else if (log_probs) {
+        const std::vector<float> lp = LogSoftmax(zp, t);
+        AppendAsDtype(lp.data(), v, o.dtype, w.target_values);
       } else {
         const std::vector<double> p = Softmax(zp, t);
         for (int32_t x = 0; x < v; ++x) stored[x] = static_cast<float>(p[x]);
@@ -149,6 +174,9 @@ absl::StatusOr<SamplingWorkload> GenerateSamplingWorkload(const SamplingWorkload
       if (o.has_draft_probs) {
         if (logits) {
           AppendAsDtype(zq.data(), v, o.dtype, w.draft_values);
+        } else if (log_probs) {
+          const std::vector<float> lq = LogSoftmax(zq, t);
+          AppendAsDtype(lq.data(), v, o.dtype, w.draft_values);
         } else {
           for (int32_t x = 0; x < v; ++x) stored[x] = static_cast<float>(q[x]);
           AppendAsDtype(stored.data(), v, o.dtype, w.draft_values);

@@ -1,6 +1,7 @@
 // Synthetic rejection-sampling workloads (issue #8): random target and draft
 // distributions of several shapes, draft tokens sampled from q, stored in any
-// dtype as probabilities or logits, reproducible from a seed on any machine
+// dtype as probabilities, logits or log-probabilities (log-softmax, -inf where
+// the probability is 0), reproducible from a seed on any machine
 // (only SplitMix64 and det_math.h arithmetic: no libm, no std:: distributions).
 // Shared by the tests, the benchmark and the load generator.
 #ifndef SPECVERIFY_KERNELS_WORKLOAD_SAMPLING_WORKLOAD_H_
@@ -37,8 +38,8 @@ struct SamplingWorkloadOptions {
   // How far the draft's logits stray from the target's (standard deviation of
   // the added noise): 0 gives q == p, larger values lower acceptance.
   float draft_noise = 1.0f;
-  // Per-sequence sampling parameters (logits only; probabilities are stored
-  // after temperature, so these stay neutral for them).
+  // Per-sequence sampling parameters (logits only; probabilities and
+  // log-probabilities are stored after temperature, so these stay neutral for them).
   float temperature = 1.0f;
   int32_t top_k = 0;
   float top_p = 1.0f;

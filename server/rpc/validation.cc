@@ -151,9 +151,10 @@ absl::Status CheckDistribution(const v1::Distribution& d, const std::string& fie
                                 "; must be FLOAT32, FLOAT16 or BFLOAT16"));
   }
   if (d.kind() != v1::DISTRIBUTION_KIND_PROBABILITIES &&
-      d.kind() != v1::DISTRIBUTION_KIND_LOGITS) {
+      d.kind() != v1::DISTRIBUTION_KIND_LOGITS &&
+      d.kind() != v1::DISTRIBUTION_KIND_LOG_PROBABILITIES) {
     return Invalid(absl::StrCat(field, ".kind is ", d.kind(),
-                                "; must be PROBABILITIES or LOGITS"));
+                                "; must be PROBABILITIES, LOGITS or LOG_PROBABILITIES"));
   }
   if (t.shape->size() != 2) {
     return Invalid(absl::StrCat(field, values, ".shape has rank ", t.shape->size(),
@@ -252,13 +253,16 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
   const bool filters = st.top_k() != 0 || (st.top_p() != 0.0f && st.top_p() != 1.0f);
   if (!logits && filters) {
     return Invalid(absl::StrCat(field, ".top_k/top_p are ", st.top_k(), "/", st.top_p(),
-                                "; they apply to LOGITS only (send probabilities already "
-                                "filtered, with top_k 0 and top_p 0 or 1)"));
+                                "; they apply to LOGITS only (send probabilities or "
+                                "log-probabilities already filtered, with top_k 0 and top_p 0 or 1)"));
   }
   if (sigmoid) {
     if (!logits) {
       return Invalid(absl::StrCat(field, ".method is SIGMOID_APPROXIMATION; it requires "
-                                  "LOGITS, the target is PROBABILITIES"));
+                                  "LOGITS, the target is ",
+                                  sh.kind == v1::DISTRIBUTION_KIND_LOG_PROBABILITIES
+                                      ? "LOG_PROBABILITIES"
+                                      : "PROBABILITIES"));
     }
     if (!(std::isfinite(st.sigmoid_alpha()) && std::isfinite(st.sigmoid_beta()) &&
           st.sigmoid_alpha() < 0 && st.sigmoid_beta() > 0)) {
@@ -554,8 +558,9 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     out.key.value_dtype = first_sampled.dtype == v1::DATA_TYPE_FLOAT32   ? SampleDtype::kFloat32
                           : first_sampled.dtype == v1::DATA_TYPE_FLOAT16 ? SampleDtype::kFloat16
                                                                          : SampleDtype::kBFloat16;
-    out.key.value_kind = first_sampled.kind == v1::DISTRIBUTION_KIND_LOGITS
-                             ? SampleValueKind::kLogits
+    out.key.value_kind = first_sampled.kind == v1::DISTRIBUTION_KIND_LOGITS ? SampleValueKind::kLogits
+                         : first_sampled.kind == v1::DISTRIBUTION_KIND_LOG_PROBABILITIES
+                             ? SampleValueKind::kLogProbabilities
                              : SampleValueKind::kProbabilities;
     out.key.method = first_sampled.method == v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION
                          ? SampleMethod::kSigmoid

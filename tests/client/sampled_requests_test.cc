@@ -58,6 +58,12 @@ v1::VerifyResponse ReferenceResponse(const SamplingWorkload& w, int32_t r,
   return resp;
 }
 
+TEST(SampledRequestsTest, EveryRowKindHasItsWireKind) {
+  EXPECT_EQ(ToProtoKind(SampleValueKind::kProbabilities), v1::DISTRIBUTION_KIND_PROBABILITIES);
+  EXPECT_EQ(ToProtoKind(SampleValueKind::kLogits), v1::DISTRIBUTION_KIND_LOGITS);
+  EXPECT_EQ(ToProtoKind(SampleValueKind::kLogProbabilities), v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+}
+
 TEST(SampledRequestsTest, RequestsCarryTheWorkloadsRowsSeedsAndParameters) {
   const SamplingWorkload w = MakeWorkload(true);
   EXPECT_EQ(SampledRequestCount(w), 3);  // 3 + 3 + 2 sequences

@@ -88,7 +88,9 @@ int main(int argc, char** argv) {
         Sampled{"fp16-logits-topk-topp", SampleDtype::kFloat16, SampleValueKind::kLogits, true, 5,
                 0.9f, SampleMethod::kExact},
         Sampled{"fp32-logits-sigmoid", SampleDtype::kFloat32, SampleValueKind::kLogits, false, 0,
-                1.0f, SampleMethod::kSigmoid}}) {
+                1.0f, SampleMethod::kSigmoid},
+        Sampled{"bf16-logprobs-draft", SampleDtype::kBFloat16, SampleValueKind::kLogProbabilities,
+                true, 0, 1.0f, SampleMethod::kExact}}) {
     SamplingWorkloadOptions o;
     o.num_sequences = 2;
     o.gamma_min = 1;
@@ -117,5 +119,5 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("wrote %d seed requests to %s\n", written, dir.c_str());
-  return written == 13 ? 0 : 1;
+  return written == 15 ? 0 : 1;
 }

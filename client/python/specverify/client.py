@@ -32,6 +32,8 @@ _SERVING = 1  # grpc.health.v1.HealthCheckResponse.ServingStatus.SERVING
 _DISTRIBUTION_KINDS = {
     "probabilities": pb.DISTRIBUTION_KIND_PROBABILITIES,
     "logits": pb.DISTRIBUTION_KIND_LOGITS,
+    # Normalized log-probabilities (log_softmax rows, -inf = probability 0).
+    "log_probabilities": pb.DISTRIBUTION_KIND_LOG_PROBABILITIES,
 }
 _METHODS = {
     "exact": pb.SAMPLING_METHOD_EXACT,
@@ -344,7 +346,8 @@ class Verifier:
                         draft_kv=None, vocab_size=None, kv_return=None, kv_output=None,
                         request_id=""):
         """A rejection-sampling VerifyRequest. One sequence: ``draft_tokens``
-        [γ], ``target`` [γ+1, V] (probabilities or logits, see ``kind``),
+        [γ], ``target`` [γ+1, V] (probabilities, logits or log-probabilities,
+        see ``kind``),
         ``draft`` [γ, V] or None (a deterministic drafter), ``draft_kv``
         [γ, ...]. Several: 3-D arrays ([B, γ+1, V]) or lists. ``seed`` keys
         the server's counter-based generator: the same request and seed give

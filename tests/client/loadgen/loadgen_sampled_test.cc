@@ -101,6 +101,14 @@ TEST_F(LoadgenSampledTest, LogitsWithoutDraftRowsOverAStreamKvInline) {
   ExpectAllCorrect(*report);
 }
 
+TEST_F(LoadgenSampledTest, LogProbabilityAnswersAreChecked) {
+  LoadgenConfig c = SampledConfig();
+  c.workload.kind = SampleValueKind::kLogProbabilities;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectAllCorrect(*report);
+}
+
 TEST_F(LoadgenSampledTest, SigmoidAnswersAreCheckedToo) {
   LoadgenConfig c = SampledConfig();
   c.workload.kind = SampleValueKind::kLogits;
@@ -115,6 +123,10 @@ TEST(LoadgenSampledConfigTest, FlagsParseAndSigmoidNeedsLogits) {
   EXPECT_EQ(*ParseWorkloadMode("sampled"), WorkloadMode::kSampled);
   EXPECT_EQ(*ParseSampleDtype("bf16"), SampleDtype::kBFloat16);
   EXPECT_EQ(*ParseSampleKind("logits"), SampleValueKind::kLogits);
+  EXPECT_EQ(*ParseSampleKind("logprobs"), SampleValueKind::kLogProbabilities);
+  EXPECT_EQ(SampleKindName(SampleValueKind::kLogProbabilities), "logprobs");
+  EXPECT_THAT(ParseSampleKind("log").status().message(),
+              ::testing::HasSubstr("expected probs, logits or logprobs, got 'log'"));
   EXPECT_EQ(*ParseSampleMethod("sigmoid"), SampleMethod::kSigmoid);
   EXPECT_THAT(ParseSampleDtype("fp8").status().message(),
               ::testing::HasSubstr("expected fp32, fp16 or bf16, got 'fp8'"));

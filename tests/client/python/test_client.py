@@ -236,6 +236,11 @@ class ClientTest(unittest.TestCase):
                                        draft=q.astype(np.float16)),
             "probabilities bf16": dict(target=bf16(target), draft=bf16(q)),
             "logits fp32": dict(target=logits, kind="logits", temperature=1.0),
+            # log(target): -inf where p = 0 (valid: probability 0).
+            "log-probabilities fp32": dict(target=np.log(target, where=target > 0,
+                                                         out=np.full_like(target, -np.inf)),
+                                           draft=np.log(q, where=q > 0, out=np.full_like(q, -np.inf)),
+                                           kind="log_probabilities"),
         }
         for name, kwargs in variants.items():
             result = self.verifier.verify_sampled(draft, seed=5, **kwargs)

@@ -19,6 +19,7 @@
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/sampling/rejection_sample.h"
 #include "kernels/sampling/rejection_validate.h"
+#include "kernels/workload/random.h"
 #include "kernels/workload/sampling_workload.h"
 #include "tests/kernels/sampling/sampling_stat_cases.h"
 #include "tests/testing/status_matchers.h"
@@ -198,7 +199,8 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
   uint64_t seed = 500;
   for (const GridPoint& g : points) {
     for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kFloat16, SampleDtype::kBFloat16}) {
-      for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+      for (SampleValueKind kind :
+           {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
         for (bool draft : {true, false}) {
           SamplingWorkloadOptions o;
           o.num_sequences = g.b;
@@ -230,7 +232,8 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
 TEST_F(RejectionCudaTest, RowTablesMatchTheContiguousReference) {
   uint64_t seed = 900;
   for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16}) {
-    for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+    for (SampleValueKind kind :
+         {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
       for (bool draft : {true, false}) {
         SamplingWorkloadOptions o;
         o.num_sequences = 9;
@@ -257,8 +260,9 @@ TEST_F(RejectionCudaTest, RowTablesMatchTheContiguousReference) {
 }
 
 TEST_F(RejectionCudaTest, TargetShapeOfTheBenchmarkMatches) {
-  // B = 8, gamma = 8, V = 151,936, fp32 probabilities and logits.
-  for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+  // B = 8, gamma = 8, V = 151,936, fp32 probabilities, logits and log-probabilities.
+  for (SampleValueKind kind :
+       {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
     SamplingWorkloadOptions o;
     o.num_sequences = 8;
     o.vocab_size = 151936;
@@ -315,7 +319,8 @@ TEST_F(RejectionCudaTest, GreedyFilteredAndSigmoidLogitsMatch) {
 }
 
 TEST_F(RejectionCudaTest, BadValuesAndIdsAreReportedLikeTheReference) {
-  for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+  for (SampleValueKind kind :
+       {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
     for (bool full_rows : {false, true}) {
       SamplingWorkloadOptions o;
       o.num_sequences = 24;
@@ -331,13 +336,16 @@ TEST_F(RejectionCudaTest, BadValuesAndIdsAreReportedLikeTheReference) {
       const int64_t v = o.vocab_size;
       // Sequence 1: NaN at a drafted target element. 3: Inf in the draft's
       // drafted element. 5: negative (probabilities) / -Inf somewhere in a
-      // bonus row. 7: draft id out of range (the device checks again). 9: NaN
-      // in an element nobody reads unless rows are fully checked.
+      // bonus row (log-probabilities: +Inf, as -Inf is valid there). 7: draft
+      // id out of range (the device checks again). 9: NaN in an element nobody
+      // reads unless rows are fully checked.
       const auto trow = [&](int32_t i, int32_t j) { return target + (w->draft_offsets[i] + i + j) * v; };
       const auto drow = [&](int32_t i, int32_t j) { return draft + (w->draft_offsets[i] + j) * v; };
       trow(1, 1)[w->draft_tokens[w->draft_offsets[1] + 1]] = std::numeric_limits<float>::quiet_NaN();
       drow(3, 0)[w->draft_tokens[w->draft_offsets[3]]] = std::numeric_limits<float>::infinity();
-      trow(5, w->gamma(5))[17] = kind == SampleValueKind::kProbabilities ? -0.5f : -std::numeric_limits<float>::infinity();
+      trow(5, w->gamma(5))[17] = kind == SampleValueKind::kProbabilities ? -0.5f
+                                 : kind == SampleValueKind::kLogits      ? -std::numeric_limits<float>::infinity()
+                                                                         : std::numeric_limits<float>::infinity();
       w->draft_tokens[w->draft_offsets[7] + 1] = o.vocab_size + 3;
       const int32_t unread = (w->draft_tokens[w->draft_offsets[9]] + 1) % o.vocab_size;
       drow(9, 0)[unread] = std::numeric_limits<float>::quiet_NaN();
@@ -350,6 +358,73 @@ TEST_F(RejectionCudaTest, BadValuesAndIdsAreReportedLikeTheReference) {
       EXPECT_EQ(cpu.error_positions[7], 1);
       DeviceRunner runner;
       ExpectSameOutputs(runner.Run(in), cpu, absl::StrCat("kind ", static_cast<int>(kind), " full ", full_rows));
+    }
+  }
+}
+
+// Log-probabilities decide through ex2-based bounds on the GPU (the hopeless
+// test) and ExpDet for the entrants that can win; the reference runs the full
+// race. Rows built to stress the bounds: -inf runs, values whose exp is
+// subnormal or 0, values whose exp overflows to +inf, draft rows within 1e-6
+// of the target (residuals near 0, uncertain signs), at a vector-aligned and
+// an odd vocabulary, fp32 and bf16, with and without draft rows.
+TEST_F(RejectionCudaTest, LogProbabilityEdgeValuesMatch) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  for (int32_t vocab : {8192, 4099}) {
+    for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16}) {
+      for (bool draft : {true, false}) {
+        SplitMix64 rng(vocab * 7 + static_cast<int>(dtype) * 3 + (draft ? 1 : 0));
+        testing::ExplicitBatch batch(vocab, SampleValueKind::kLogProbabilities, dtype, draft);
+        constexpr int32_t kGamma = 4;
+        for (int32_t i = 0; i < 16; ++i) {
+          const int32_t style = i % 4;
+          std::vector<std::vector<float>> target(kGamma + 1, std::vector<float>(vocab));
+          std::vector<std::vector<float>> draft_rows(kGamma, std::vector<float>(vocab));
+          for (int32_t j = 0; j <= kGamma; ++j) {
+            for (int32_t x = 0; x < vocab; ++x) {
+              const double u = rng.NextDouble();
+              float value;
+              if (style == 2) {
+                // exp subnormal or 0 everywhere (plus -inf).
+                value = u < 0.1 ? ninf : static_cast<float>(-110.0 + 25.0 * rng.NextDouble());
+              } else {
+                value = u < 0.3   ? ninf
+                        : u < 0.5 ? static_cast<float>(-110.0 + 30.0 * rng.NextDouble())
+                                  : static_cast<float>(-15.0 * rng.NextDouble());
+              }
+              target[j][x] = value;
+            }
+            if (style == 3) {
+              // exp overflows: p = +inf at two tokens (ties go to the lower index).
+              target[j][static_cast<int32_t>(rng.NextBelow(vocab))] = 89.0f;
+              target[j][static_cast<int32_t>(rng.NextBelow(vocab))] = 95.0f;
+            }
+            if (j == kGamma) break;
+            for (int32_t x = 0; x < vocab; ++x) {
+              const float t = target[j][x];
+              if (style == 1) {
+                draft_rows[j][x] = t == ninf ? ninf : t * (1.0f + 1e-6f * static_cast<float>(rng.NextDouble() - 0.5));
+              } else {
+                draft_rows[j][x] = t == ninf ? (rng.NextDouble() < 0.5 ? ninf : -3.0f)
+                                             : t + static_cast<float>(rng.NextDouble() - 0.5);
+              }
+            }
+          }
+          std::vector<int32_t> tokens(kGamma);
+          for (int32_t j = 0; j < kGamma; ++j) tokens[j] = static_cast<int32_t>(rng.NextBelow(vocab));
+          SequenceSamplingParams s;
+          s.seed = 4242 + i;
+          s.sequence_index = i;
+          batch.Add(target, draft_rows, tokens, s);
+        }
+        const RejectionBatchInput in = batch.input();
+        RejectionHostOutputs check(in.num_sequences, 0);
+        ASSERT_THAT(ValidateRejectionBatch(RejectionSampleParams{in, check.view()}), IsOk());
+        DeviceRunner runner;
+        ExpectSameOutputs(runner.Run(in), RunCpu(in),
+                          absl::StrCat("log-probability edges, V ", vocab, " dtype ", static_cast<int>(dtype),
+                                       " draft ", draft));
+      }
     }
   }
 }

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/greedy/greedy_reference.h"
+#include "kernels/sampling/rejection_core.h"
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/workload/sampling_workload.h"
 #include "tests/kernels/sampling/sampling_test_util.h"
@@ -497,6 +498,169 @@ TEST(RejectionReferenceRowTablesTest, RowTablesGiveTheContiguousOutputs) {
     EXPECT_EQ(a.status_codes, b.status_codes);
     EXPECT_EQ(a.error_positions, b.error_positions);
   }
+}
+
+}  // namespace
+}  // namespace specverify
+
+// Log-probability rows (issue #17, item 2): p = ExpDet(v), -inf is
+// probability 0, NaN and +inf are invalid, no normalizer.
+namespace specverify {
+namespace {
+
+using ::specverify::testing::ExplicitBatch;
+using ::specverify::testing::IsOk;
+using ::specverify::testing::StatusIs;
+using ::testing::HasSubstr;
+
+constexpr float kLogNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kLogInf = std::numeric_limits<float>::infinity();
+
+// A log-probability batch decides exactly as the probability batch whose rows
+// are ExpDet of its values (the conversion is the only difference), for every
+// dtype of the log-probabilities, with and without draft rows.
+TEST(LogProbabilityReferenceTest, SameOutcomeAsProbabilitiesOfExpDet) {
+  for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kFloat16, SampleDtype::kBFloat16}) {
+    for (bool draft : {true, false}) {
+      SamplingWorkloadOptions o;
+      o.num_sequences = 24;
+      o.vocab_size = 3001;
+      o.gamma_min = 1;
+      o.gamma_max = 6;
+      o.dtype = dtype;
+      o.kind = SampleValueKind::kLogProbabilities;
+      o.has_draft_probs = draft;
+      o.shape = DistributionShape::kMixed;
+      o.seed = 1234;
+      auto w = GenerateSamplingWorkload(o);
+      ASSERT_TRUE(w.ok()) << w.status();
+      const ReferenceRun logs = RunReference(w->input());
+      ASSERT_THAT(logs.validation, IsOk());
+      ASSERT_THAT(logs.outcome, IsOk());
+
+      // The same rows as fp32 probabilities ExpDet(v).
+      const auto to_probabilities = [&](const std::vector<std::byte>& bytes) {
+        const int64_t n = static_cast<int64_t>(bytes.size()) / SampleDtypeBytes(dtype);
+        std::vector<float> p(n);
+        for (int64_t x = 0; x < n; ++x) p[x] = detmath::ExpDet(rejection::LoadValue(bytes.data(), dtype, x));
+        std::vector<std::byte> out;
+        AppendAsDtype(p.data(), n, SampleDtype::kFloat32, out);
+        return out;
+      };
+      const std::vector<std::byte> target = to_probabilities(w->target_values);
+      const std::vector<std::byte> draft_rows = to_probabilities(w->draft_values);
+      RejectionBatchInput in = w->input();
+      in.kind = SampleValueKind::kProbabilities;
+      in.dtype = SampleDtype::kFloat32;
+      in.target_values = target.data();
+      in.draft_values = draft ? draft_rows.data() : nullptr;
+      const ReferenceRun probs = RunReference(in);
+      ASSERT_THAT(probs.outcome, IsOk());
+      int32_t rejected = 0;
+      for (int32_t i = 0; i < o.num_sequences; ++i) {
+        SCOPED_TRACE(::testing::Message() << "dtype " << static_cast<int>(dtype) << " draft " << draft
+                                          << " sequence " << i);
+        EXPECT_EQ(logs.out.accepted_lengths[i], probs.out.accepted_lengths[i]);
+        EXPECT_EQ(logs.out.next_tokens[i], probs.out.next_tokens[i]);
+        EXPECT_EQ(logs.out.mismatch[i], probs.out.mismatch[i]);
+        rejected += logs.out.mismatch[i];
+      }
+      // Both outcomes occur, so the comparison covers the residual and the
+      // bonus races (with draft rows: the identical-shape sequences accept
+      // everything; a one-hot drafter rarely gets all of gamma accepted).
+      EXPECT_GT(rejected, 0);
+      if (draft) {
+        EXPECT_LT(rejected, o.num_sequences);
+      }
+    }
+  }
+}
+
+TEST(LogProbabilityReferenceTest, MinusInfinityIsProbabilityZeroAndNeverEmitted) {
+  const float ninf = -kLogInf;
+  // Token 2 has target probability 0; the drafter proposes it half the time.
+  const std::vector<float> p = {std::log(0.5f), std::log(0.5f), ninf, ninf};
+  const std::vector<float> q = {std::log(0.25f), std::log(0.25f), std::log(0.5f), ninf};
+  for (bool draft : {true, false}) {
+    ExplicitBatch batch(4, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, draft);
+    for (int32_t i = 0; i < 400; ++i) batch.Add({p, p}, {q}, {i % 2 == 0 ? 2 : i % 4 == 1 ? 0 : 1}, Seq(3, i));
+    const ReferenceRun r = RunReference(batch.input());
+    ASSERT_THAT(r.validation, IsOk());
+    ASSERT_THAT(r.outcome, IsOk());
+    for (int32_t i = 0; i < 400; ++i) {
+      if (i % 2 == 0) {
+        EXPECT_EQ(r.out.accepted_lengths[i], 0) << "a zero-probability draft was accepted, " << i;
+      }
+      EXPECT_THAT(r.out.next_tokens[i], ::testing::AnyOf(0, 1)) << "sequence " << i;
+    }
+  }
+}
+
+TEST(LogProbabilityReferenceTest, NaNOrPlusInfinityReadIsInvalidArgument) {
+  const std::vector<float> lp = {std::log(0.25f), std::log(0.25f), std::log(0.25f), std::log(0.25f)};
+  std::vector<float> nan_at_2 = lp;
+  nan_at_2[2] = kLogNaN;
+  std::vector<float> inf_at_1 = lp;
+  inf_at_1[1] = kLogInf;
+  ExplicitBatch batch(4, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, true);
+  batch.Add({lp, lp}, {lp}, {1}, Seq(1, 0));                            // fine
+  batch.Add({lp, lp, nan_at_2, lp}, {lp, lp, lp}, {0, 1, 2}, Seq(1, 1));  // drafted target value NaN
+  batch.Add({lp, lp}, {inf_at_1}, {1}, Seq(1, 2));                      // drafted draft value +inf
+  const ReferenceRun r = RunReference(batch.input());
+  ASSERT_THAT(r.validation, IsOk());
+  EXPECT_THAT(r.outcome, StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr("sequence 1, position 2: target: target value is NaN")));
+  EXPECT_EQ(r.out.status_codes[0], kRejectionOk);
+  EXPECT_EQ(r.out.status_codes[1], kRejectionBadTargetValue);
+  EXPECT_EQ(r.out.error_positions[1], 2);
+  EXPECT_EQ(r.out.status_codes[2], kRejectionBadDraftValue);
+  EXPECT_EQ(r.out.error_positions[2], 0);
+  EXPECT_EQ(r.out.next_tokens[2], -1);
+
+  // +inf in the sampled (bonus) row: read by the race, so refused; an
+  // identical distribution accepts x_0 and samples row 1.
+  ExplicitBatch bonus(4, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, true);
+  bonus.Add({lp, inf_at_1}, {lp}, {0}, Seq(1, 0));
+  const ReferenceRun b = RunReference(bonus.input());
+  EXPECT_THAT(b.outcome, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence 0, position 1: target")));
+}
+
+TEST(LogProbabilityReferenceTest, FullRowCheckCatchesUnreadValuesAndEmptyRows) {
+  const std::vector<float> lp = {std::log(0.25f), std::log(0.25f), std::log(0.25f), std::log(0.25f)};
+  std::vector<float> bad = lp;
+  bad[3] = kLogNaN;  // in the draft row, never read: the drafted token is 0 and p == q accepts
+  ExplicitBatch batch(4, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, true);
+  batch.Add({lp, lp}, {bad}, {0}, Seq(1, 0));
+  RejectionBatchInput in = batch.input();
+  EXPECT_THAT(RunReference(in).outcome, IsOk());
+  in.validate_full_rows = true;
+  EXPECT_THAT(RunReference(in).outcome,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence 0, position 0: draft")));
+
+  // A row of -inf only has no mass: the full-row check names it; without
+  // it, sampling from it is an empty row.
+  const float ninf = -kLogInf;
+  const std::vector<float> nothing = {ninf, ninf, ninf, ninf};
+  ExplicitBatch zero(4, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, false);
+  zero.Add({lp, nothing}, {}, {0}, Seq(1, 0));
+  RejectionBatchInput zin = zero.input();
+  zin.validate_full_rows = true;
+  EXPECT_THAT(RunReference(zin).outcome,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("position 1: target or draft row")));
+}
+
+TEST(LogProbabilityReferenceTest, TopKTopPMustBeNeutralAndTemperatureIsIgnored) {
+  const std::vector<float> lp = {std::log(0.5f), std::log(0.5f)};
+  ExplicitBatch batch(2, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, false);
+  SequenceSamplingParams s = Seq(1, 0);
+  s.temperature = 0.0f;  // ignored: no greedy for log-probabilities
+  batch.Add({lp, lp}, {}, {0}, s);
+  EXPECT_THAT(RunReference(batch.input()).outcome, IsOk());
+  ExplicitBatch filtered(2, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, false);
+  s.top_k = 1;
+  filtered.Add({lp, lp}, {}, {0}, s);
+  EXPECT_THAT(RunReference(filtered.input()).validation,
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("log-probabilities take top_k 0 and top_p 1")));
 }
 
 }  // namespace

@@ -75,6 +75,40 @@ TEST(DetMathTest, ExpWithinTwoUlpOverTheSoftmaxRange) {
   EXPECT_GT(detmath::ExpDet(-100.0f), 0.0f);  // subnormal range handled
 }
 
+// Log-probabilities: the CUDA race prunes with up = ex2(v log2 e) * 1.001 +
+// 2^-126 and lo = ex2(v log2 e) * 0.999 - 2^-126 as bounds on ExpDet(v)
+// (rejection_sample.cu, LogProbabilityBounds). The ex2 side is the PTX
+// approximation's (relative error ~2^-22, plus the rounding of v log2 e);
+// this checks ExpDet's side over every value a log-probability can take
+// (v > 0 included): relative error far below the 0.1% margin for normal
+// results, absolute error far below 2^-126 for subnormal ones, 0 below -103.5,
+// +inf from 88.72, and monotone (the sampled order of weights is kept).
+TEST(DetMathTest, ExpDetStaysInsideTheLogProbabilityBoundsMargins) {
+  constexpr double kMinNormal = 1.17549435e-38;
+  double worst_relative = 0.0, worst_absolute_subnormal = 0.0;
+  float previous = 0.0f;
+  for (float v = -104.0f; v < 88.72f; v += 0.00731f) {
+    const float got = detmath::ExpDet(v);
+    ASSERT_GE(got, previous) << "ExpDet is not monotone at " << v;
+    previous = got;
+    if (v <= -103.5f) {
+      ASSERT_EQ(got, 0.0f) << v;
+      continue;
+    }
+    const double truth = std::exp(static_cast<double>(v));
+    if (truth >= kMinNormal) {
+      worst_relative = std::max(worst_relative, std::abs(got - truth) / truth);
+    } else {
+      worst_absolute_subnormal = std::max(worst_absolute_subnormal, std::abs(got - truth));
+    }
+  }
+  EXPECT_LT(worst_relative, 1e-6);                         // vs a 1e-3 margin
+  EXPECT_LT(worst_absolute_subnormal, kMinNormal * 1e-3);  // vs a 2^-126 additive term
+  EXPECT_TRUE(std::isinf(detmath::ExpDet(88.72f)));
+  EXPECT_EQ(detmath::ExpDet(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(detmath::ExpDet(std::numeric_limits<float>::quiet_NaN()), 0.0f);
+}
+
 TEST(DetMathTest, LogWithinTwoUlpOnTheUniforms) {
   double worst = 0.0;
   for (uint32_t bits = 0; bits < 0xffffffffu - (1u << 20); bits += (1u << 20) + 12345u) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -31,7 +32,7 @@ struct StatCase {
   SampleDtype dtype = SampleDtype::kFloat32;
   SampleMethod method = SampleMethod::kExact;
   bool has_draft_probs = true;
-  std::vector<float> target0, target1;  // stored rows (probabilities or logits)
+  std::vector<float> target0, target1;  // stored rows (probabilities, logits or log-probabilities)
   std::vector<float> draft;             // stored draft row (or the drafter's logits/probs when one-hot)
   SequenceSamplingParams params;        // temperature / top-k / top-p; seed
   // The distributions the test expects, computed independently in double.
@@ -140,6 +141,73 @@ inline std::vector<StatCase> StatCases() {
   cases.push_back(probability_case("bf16_probabilities", {0.31f, 0.27f, 0.19f, 0.13f, 0.07f, 0.03f},
                                    {0.5f, 0.5f, 0.0f, 0.0f, 0.0f, 0.0f}, {0.1f, 0.2f, 0.3f, 0.2f, 0.1f, 0.1f}, true,
                                    SampleDtype::kBFloat16));
+  // Log-probabilities (issue #17): the stored rows are log(p) in the dtype,
+  // -inf where p is 0; the kernels use exp of the stored values, so the
+  // expected laws are computed from exp (in double) of the quantized rows,
+  // exactly like the probability cases from their raw rows.
+  const auto log_probability_case = [](std::string name, const std::vector<float>& p0, const std::vector<float>& p1,
+                                       const std::vector<float>& q, bool has_draft, SampleDtype dtype) {
+    const auto logs = [dtype](const std::vector<float>& p) {
+      std::vector<float> out(p.size());
+      for (size_t x = 0; x < p.size(); ++x) {
+        out[x] = p[x] > 0.0f ? static_cast<float>(std::log(static_cast<double>(p[x])))
+                             : -std::numeric_limits<float>::infinity();
+      }
+      return Quantized(out, dtype);
+    };
+    const auto exps = [](const std::vector<float>& lp) {
+      std::vector<double> out(lp.size());
+      for (size_t x = 0; x < lp.size(); ++x) out[x] = std::exp(static_cast<double>(lp[x]));
+      return out;
+    };
+    StatCase c;
+    c.name = std::move(name);
+    c.kind = SampleValueKind::kLogProbabilities;
+    c.dtype = dtype;
+    c.has_draft_probs = has_draft;
+    c.target0 = logs(p0);
+    c.target1 = logs(p1);
+    c.draft = logs(q);
+    const std::vector<double> p = exps(c.target0);
+    const std::vector<double> qa = exps(c.draft);
+    c.drafter_q = Normalized(qa);
+    c.expected1 = Normalized(exps(c.target1));
+    c.expected_acceptance = 0.0;
+    if (has_draft) {
+      c.expected0 = FirstTokenDistribution(c.drafter_q, p, qa);
+      for (size_t x = 0; x < p.size(); ++x) {
+        c.expected_acceptance += qa[x] > 0 ? c.drafter_q[x] * std::min(1.0, p[x] / qa[x]) : 0.0;
+      }
+    } else {
+      // One-hot drafter: x is accepted with min(1, p(x)), else the recovery
+      // samples normalize(max(0, p - onehot(x))). Quantized log-probabilities
+      // need not sum to 1 exactly, so the law is computed as is rather than
+      // taken to be normalize(p).
+      c.expected0.assign(p.size(), 0.0);
+      for (size_t x = 0; x < p.size(); ++x) {
+        const double accept = p[x] > 0.0 ? std::min(1.0, p[x]) : 0.0;
+        c.expected_acceptance += c.drafter_q[x] * accept;
+        c.expected0[x] += c.drafter_q[x] * accept;
+        std::vector<double> residual(p.size());
+        for (size_t y = 0; y < p.size(); ++y) residual[y] = std::max(0.0, p[y] - (y == x ? 1.0 : 0.0));
+        residual = Normalized(residual);
+        for (size_t y = 0; y < p.size(); ++y) c.expected0[y] += c.drafter_q[x] * (1.0 - accept) * residual[y];
+      }
+    }
+    return c;
+  };
+  // The drafter proposes tokens 9 and 11 (target -inf): never emitted.
+  cases.push_back(log_probability_case(
+      "logprobs_peaked_vs_flat", {0.40f, 0.20f, 0.10f, 0.08f, 0.06f, 0.05f, 0.04f, 0.03f, 0.02f, 0.0f, 0.02f, 0.0f},
+      {0.05f, 0.05f, 0.1f, 0.1f, 0.2f, 0.2f, 0.1f, 0.1f, 0.05f, 0.05f, 0.0f, 0.0f},
+      {0.08f, 0.08f, 0.08f, 0.08f, 0.08f, 0.08f, 0.08f, 0.08f, 0.09f, 0.09f, 0.09f, 0.09f}, true,
+      SampleDtype::kFloat32));
+  cases.push_back(log_probability_case("logprobs_disjoint_fp16", {0.5f, 0.3f, 0.2f, 0.0f, 0.0f, 0.0f},
+                                       {0.2f, 0.2f, 0.2f, 0.2f, 0.2f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.6f, 0.3f, 0.1f},
+                                       true, SampleDtype::kFloat16));
+  cases.push_back(log_probability_case("logprobs_one_hot_bf16", {0.1f, 0.5f, 0.2f, 0.0f, 0.2f, 0.0f},
+                                       {0.25f, 0.25f, 0.25f, 0.25f, 0.0f, 0.0f},
+                                       {0.3f, 0.1f, 0.1f, 0.3f, 0.1f, 0.1f}, false, SampleDtype::kBFloat16));
   {
     // Logits, temperature 0.7, top-k 6 then top-p 0.9, draft logits.
     StatCase c;

@@ -3,7 +3,9 @@
 // dtype and kind, option checks, and the reference oracle.
 #include "kernels/workload/sampling_workload.h"
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -81,7 +83,8 @@ TEST(SamplingWorkloadTest, DisjointShapeSeparatesSupportsAndTokensComeFromTheDra
 
 TEST(SamplingWorkloadTest, EveryDtypeKindAndDraftOptionValidates) {
   for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kFloat16, SampleDtype::kBFloat16}) {
-    for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+    for (SampleValueKind kind :
+         {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
       for (bool draft : {true, false}) {
         SamplingWorkloadOptions o = Small();
         o.dtype = dtype;
@@ -109,6 +112,38 @@ TEST(SamplingWorkloadTest, EveryDtypeKindAndDraftOptionValidates) {
       }
     }
   }
+}
+
+// Log-probability rows are the logs of the probability rows of the same
+// options: exp(lp) matches p to float rounding, -inf exactly where p is 0
+// (the disjoint shape's off-support half), and the draft tokens are the same.
+TEST(SamplingWorkloadTest, LogProbabilityRowsAreLogsOfTheProbabilityRows) {
+  SamplingWorkloadOptions o = Small();
+  o.shape = DistributionShape::kMixed;  // includes disjoint supports: zeros
+  auto probs = GenerateSamplingWorkload(o);
+  o.kind = SampleValueKind::kLogProbabilities;
+  auto logs = GenerateSamplingWorkload(o);
+  ASSERT_TRUE(probs.ok() && logs.ok());
+  EXPECT_EQ(probs->draft_tokens, logs->draft_tokens);
+  ASSERT_EQ(probs->target_values.size(), logs->target_values.size());
+  ASSERT_EQ(probs->draft_values.size(), logs->draft_values.size());
+  int64_t zeros = 0;
+  const auto compare = [&zeros](const std::vector<std::byte>& p_bytes, const std::vector<std::byte>& lp_bytes) {
+    const auto* p = reinterpret_cast<const float*>(p_bytes.data());
+    const auto* lp = reinterpret_cast<const float*>(lp_bytes.data());
+    for (size_t x = 0; x < p_bytes.size() / 4; ++x) {
+      if (p[x] == 0.0f) {
+        ++zeros;
+        ASSERT_EQ(lp[x], -std::numeric_limits<float>::infinity()) << "element " << x;
+      } else {
+        ASSERT_LE(lp[x], 1e-6f) << "element " << x;
+        ASSERT_NEAR(std::exp(static_cast<double>(lp[x])), p[x], 1e-5 * p[x] + 1e-30) << "element " << x;
+      }
+    }
+  };
+  compare(probs->target_values, logs->target_values);
+  compare(probs->draft_values, logs->draft_values);
+  EXPECT_GT(zeros, 0);
 }
 
 TEST(SamplingWorkloadTest, BadOptionsAreInvalidArgument) {

@@ -135,7 +135,8 @@ TEST_P(SampledServerTest, VerifyMatchesTheReferenceForEveryDtypeKindAndDraftOpti
   if (server_ == nullptr) return;
   uint64_t seed = 10;
   for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kFloat16, SampleDtype::kBFloat16}) {
-    for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits}) {
+    for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogits,
+                                 SampleValueKind::kLogProbabilities}) {
       for (bool draft_probs : {true, false}) {
         SCOPED_TRACE(absl::StrCat("dtype ", static_cast<int>(dtype), " kind ",
                                   static_cast<int>(kind), " draft ", draft_probs, " seed ", seed));
@@ -232,6 +233,45 @@ TEST_P(SampledServerTest, NanAtAReadPositionFailsOnlyItsRequestNamingSequenceAnd
       VerifyAll(Workload(SampleDtype::kFloat32, SampleValueKind::kProbabilities, true, 6),
                 settings);
   for (const auto& a : again) EXPECT_THAT(a, IsOk());
+}
+
+// Log-probabilities: -inf is a valid value (the workload's disjoint shape
+// sends whole halves of -inf), NaN and +inf where read are refused naming the
+// sequence and position, and only the bad request fails.
+TEST_P(SampledServerTest, LogProbabilityNanOrPlusInfinityFailsOnlyItsRequest) {
+  options_.preferred_batch_sequences = 12;
+  options_.max_queue_delay_us = 50000;
+  Start();
+  if (server_ == nullptr) return;
+  for (const float bad_value : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+    SCOPED_TRACE(absl::StrCat("bad value ", bad_value));
+    SamplingWorkload w = Workload(SampleDtype::kFloat32, SampleValueKind::kLogProbabilities, true, 15);
+    bool has_minus_infinity = false;
+    for (size_t x = 0; x < w.target_values.size() / 4 && !has_minus_infinity; ++x) {
+      float value;
+      std::memcpy(&value, &w.target_values[4 * x], 4);
+      has_minus_infinity = value == -std::numeric_limits<float>::infinity();
+    }
+    ASSERT_TRUE(has_minus_infinity) << "the workload should carry -inf log-probabilities";
+    // Request 1, its sequence 2 (workload sequence 5): q_0(x_0) is always read.
+    const int32_t bad = 1 * 3 + 2;
+    const int64_t v = w.options.vocab_size;
+    const int64_t row = w.draft_offsets[bad];
+    std::memcpy(&w.draft_values[(row * v + w.draft_tokens[w.draft_offsets[bad]]) * 4], &bad_value, 4);
+    SampledRequestSettings settings;
+    const RejectionHostOutputs expected = SampledReference(w, settings);
+    std::vector<absl::StatusOr<v1::VerifyResponse>> answers = VerifyAll(w, settings);
+    for (int32_t r = 0; r < 4; ++r) {
+      if (r == 1) {
+        EXPECT_THAT(answers[r], StatusIs(absl::StatusCode::kInvalidArgument,
+                                         HasSubstr("sequence 2, position 0: draft")));
+        continue;
+      }
+      ASSERT_THAT(answers[r], IsOk()) << r;
+      EXPECT_THAT(CheckSampledResponse(w, r, settings, expected, *answers[r]), IsOk());
+      EXPECT_TRUE(answers[r]->exact());
+    }
+  }
 }
 
 TEST_P(SampledServerTest, SigmoidAnswersAreMarkedNotExactInResponsesAndMetrics) {

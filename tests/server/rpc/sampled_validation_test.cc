@@ -73,6 +73,23 @@ TEST_F(SampledValidationTest, SigmoidAndDraftPresenceChangeTheKey) {
   EXPECT_FALSE(v->key.has_draft_probs);
 }
 
+TEST_F(SampledValidationTest, LogProbabilitiesMapToTheirKindAndTakeAnyTemperature) {
+  SamplingWorkloadOptions o = workload_.options;
+  o.kind = SampleValueKind::kLogProbabilities;
+  workload_ = *GenerateSamplingWorkload(o);
+  request_ = *client::BuildSampledRequest(workload_, 0, {});
+  EXPECT_EQ(request_.sequences(0).sampled().target().kind(), v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+  EXPECT_EQ(request_.sequences(0).sampled().draft().kind(), v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+  // Temperature is ignored for log-probabilities (the caller applied it), as for probabilities.
+  Sampled(1)->set_temperature(0.0f);
+  Sampled(2)->set_temperature(3.0f);
+  absl::StatusOr<ValidatedRequest> v = ValidateVerifyRequest(request_, limits_);
+  ASSERT_THAT(v, IsOk());
+  EXPECT_EQ(v->key.value_kind, SampleValueKind::kLogProbabilities);
+  EXPECT_EQ(v->key.value_dtype, SampleDtype::kFloat16);
+  EXPECT_EQ(v->payload_bytes, 3 * (36 + 24 + 1800));
+}
+
 TEST_F(SampledValidationTest, APayloadAboveTheStagingLimitIsRejectedNamingIt) {
   limits_.max_sampled_request_bytes = 3 * (36 + 24 + 1800) - 1;
   EXPECT_THAT(Validate(), StatusIs(kInvalid, HasSubstr("sampled request payload is 5580 bytes "
@@ -98,7 +115,10 @@ TEST_F(SampledValidationTest, EveryBadFieldIsInvalidArgumentNamingFieldSequenceA
        }, "sequences[2].sampled.target.values.dtype is 4; must be FLOAT32, FLOAT16 or BFLOAT16"},
       {"kind unset", [](v1::VerifyRequest& r) {
          r.mutable_sequences(0)->mutable_sampled()->mutable_target()->set_kind(v1::DISTRIBUTION_KIND_UNSPECIFIED);
-       }, "sequences[0].sampled.target.kind is 0; must be PROBABILITIES or LOGITS"},
+       }, "sequences[0].sampled.target.kind is 0; must be PROBABILITIES, LOGITS or LOG_PROBABILITIES"},
+      {"kind out of range", [](v1::VerifyRequest& r) {
+         r.mutable_sequences(1)->mutable_sampled()->mutable_target()->set_kind(static_cast<v1::DistributionKind>(4));
+       }, "sequences[1].sampled.target.kind is 4; must be PROBABILITIES, LOGITS or LOG_PROBABILITIES"},
       {"target rows", [](v1::VerifyRequest& r) {
          r.mutable_sequences(1)->mutable_sampled()->mutable_target()->mutable_values()->set_shape(0, 4);
        }, "sequences[1].sampled.target.values.shape[0] is 4; must be 5 (gamma + 1)"},
@@ -161,6 +181,22 @@ TEST_F(SampledValidationTest, EveryBadFieldIsInvalidArgumentNamingFieldSequenceA
          s->mutable_draft()->set_kind(v1::DISTRIBUTION_KIND_PROBABILITIES);
          s->set_top_k(5);
        }, "sequences[1].sampled.top_k/top_p are 5/1; they apply to LOGITS only"},
+      {"sigmoid on log-probabilities", [](v1::VerifyRequest& r) {
+         auto* s = r.mutable_sequences(0)->mutable_sampled();
+         s->set_method(v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION);
+         s->mutable_target()->set_kind(v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+         s->mutable_draft()->set_kind(v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+       }, "it requires LOGITS, the target is LOG_PROBABILITIES"},
+      {"top_p on log-probabilities", [](v1::VerifyRequest& r) {
+         auto* s = r.mutable_sequences(2)->mutable_sampled();
+         s->mutable_target()->set_kind(v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+         s->mutable_draft()->set_kind(v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+         s->set_top_p(0.9f);
+       }, "sequences[2].sampled.top_k/top_p are 0/0.9; they apply to LOGITS only"},
+      {"draft kind log-probabilities", [](v1::VerifyRequest& r) {
+         r.mutable_sequences(0)->mutable_sampled()->mutable_draft()->set_kind(
+             v1::DISTRIBUTION_KIND_LOG_PROBABILITIES);
+       }, "sequences[0].sampled.draft.kind is 3 but the target's is 2; one kind per request"},
       {"one method per request", [](v1::VerifyRequest& r) {
          auto* s = r.mutable_sequences(2)->mutable_sampled();
          s->set_method(v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION);
