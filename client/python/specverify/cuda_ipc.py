@@ -30,7 +30,9 @@ _CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 1
 
 
 class _IpcMemHandle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * IPC_HANDLE_BYTES)]
+    # Unsigned bytes, not c_char: ctypes reads a c_char array field as a
+    # NUL-terminated string, which cut real handles short (seen on the H100).
+    _fields_ = [("reserved", ctypes.c_ubyte * IPC_HANDLE_BYTES)]
 
 
 class _Driver:
@@ -103,7 +105,7 @@ def export_allocation(pointer, device_ordinal):
             raise CudaError(f"{e} (memory from expandable segments or cuMemCreate cannot be "
                             f"exported; unset PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True)"
                             ) from e
-        return bytes(handle.reserved), base.value, size.value
+        return ctypes.string_at(ctypes.addressof(handle), IPC_HANDLE_BYTES), base.value, size.value
     finally:
         d.pop_primary_context(device)
 
@@ -118,7 +120,7 @@ def read_exported(ipc_handle, device_ordinal, offset, nbytes):
     device = d.push_primary_context(device_ordinal)
     try:
         handle = _IpcMemHandle()
-        ctypes.memmove(handle.reserved, ipc_handle, IPC_HANDLE_BYTES)
+        ctypes.memmove(ctypes.addressof(handle), ipc_handle, IPC_HANDLE_BYTES)
         base = ctypes.c_uint64()
         # The handle travels by value (a 64-byte struct): say so to ctypes.
         open_handle = d._fn("cuIpcOpenMemHandle")
