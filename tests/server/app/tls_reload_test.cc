@@ -1,16 +1,20 @@
 // TLS files reloaded without a restart (issue #15, item 10): the in-process
 // server with --tls_reload_interval_s=1; the test rotates the certificate
 // files and checks that new connections see the new ones and established
-// connections keep working. Two CAs, each with a server and a client
+// connections keep working. With the same certificates: under mutual TLS
+// the per-client account is the certificate's identity, not the connection
+// (issue #15, item 12). Two CAs, each with a server and a client
 // certificate, are made with the openssl command at test time; without it
 // the tests skip visibly.
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "client/greedy_requests.h"
 #include "client/verifier_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -169,6 +173,51 @@ TEST_F(TlsReloadTest, ANewConnectionIsCheckedAgainstTheRotatedClientCa) {
       << "a certificate of the rotated client CA was not accepted within " << kRotationLimit;
   EXPECT_FALSE(NewClient("ca1", "client1")->GetServerInfo().ok());
   EXPECT_THAT(before->GetServerInfo(), IsOk());
+}
+
+TEST_F(TlsReloadTest, UnderMutualTlsTheCertificateIsTheClientWhateverTheConnection) {
+  GreedyWorkloadOptions w;
+  w.num_sequences = 16;
+  w.gamma_min = 4;
+  w.gamma_max = 4;
+  w.alpha = 1.0;  // every row kept: a handle holds its request's whole upper bound
+  w.row_bytes = 64;
+  const GreedyWorkload workload = *GenerateGreedyWorkload(w);
+  const auto request = [&](int i) {
+    client::GreedyRequestOptions r;
+    r.first_sequence = 2 * i;
+    r.num_sequences = 2;
+    r.kv_return = v1::KV_RETURN_HANDLE;
+    return *client::BuildGreedyRequest(workload, r);
+  };
+  options_.device = "cpu";
+  options_.tls_client_ca_file = File("live-client-ca.pem");
+  options_.max_arena_bytes_per_client = 2 * 4 * 64;  // one request's rows
+  Start();
+  std::unique_ptr<client::VerifierClient> first = NewClient("ca1", "client1");
+  absl::StatusOr<v1::VerifyResponse> kept = first->Verify(request(0));
+  ASSERT_THAT(kept, IsOk());
+  // Another connection with the same certificate is the same client: its
+  // quota is held by the handle the first connection made.
+  EXPECT_THAT(NewClient("ca1", "client1")->Verify(request(1)),
+              ::specverify::testing::StatusIs(
+                  absl::StatusCode::kResourceExhausted,
+                  ::testing::HasSubstr("client \"worker-1\" holds 512 KV arena bytes")));
+  // The second CA's client is another identity; the server accepts it once
+  // the client CA file names both CAs.
+  Install(File("ca1.pem"), File("both.pem"));
+  std::filesystem::path both = File("both.pem");
+  {
+    std::ifstream ca2(File("ca2.pem"));
+    std::ofstream out(both, std::ios::app);
+    out << ca2.rdbuf();
+  }
+  Install(File("both.pem"), File("live-client-ca.pem"));
+  ASSERT_TRUE(EventuallyServed("ca1", "client2"));
+  EXPECT_THAT(NewClient("ca1", "client2")->Verify(request(2)), IsOk());
+  // Released, the first identity may keep rows again, on any connection.
+  ASSERT_THAT(first->ReleaseKv(kept->kv().id()), IsOk());
+  EXPECT_THAT(NewClient("ca1", "client1")->Verify(request(3)), IsOk());
 }
 
 TEST_F(TlsReloadTest, UnreadableFilesStillStopStartUpNamingTheFlag) {
