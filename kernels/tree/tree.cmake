@@ -25,6 +25,7 @@ if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_cuda_common)
     PUBLIC specverify_tree_cpu specverify_cuda_common CUDA::cudart_static)
   # CMake 3.25 knows no CUDA20 dialect flag for nvcc: the .cu is C++17.
   set_target_properties(specverify_tree_cuda PROPERTIES CUDA_STANDARD 17)
+  # -lineinfo: compute-sanitizer and ncu name source lines (no code change).
   target_compile_options(specverify_tree_cuda PRIVATE
-    $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills --expt-relaxed-constexpr>)
+    $<$<COMPILE_LANGUAGE:CUDA>:-Xptxas=-warn-spills --expt-relaxed-constexpr -lineinfo>)
 endif()

@@ -863,8 +863,15 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
     }
   }
   __syncthreads();
-  if (tid == 0 && s.code == kRejectionOk) {
-    if (!n_ok) {
+  // Every thread reads the checks' outcome before thread 0 rewrites it: the
+  // compiler loads s.code in every thread even under `if (tid == 0)`, and
+  // that load raced thread 0's writes below (racecheck on the H100).
+  const int code_so_far = s.code;
+  __syncthreads();
+  if (tid == 0) {
+    if (code_so_far != kRejectionOk) {
+      // Already refused by the sequence parameters: nothing to add.
+    } else if (!n_ok) {
       s.action = kActionFail;
       s.code = kTreeBadParent;  // unreachable after host validation; keeps the walk in bounds
       s.position = 0;
@@ -900,7 +907,7 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
                                         draft_row0);
       const bool failed = s.pass_failed != 0;  // ClusterPass ended with a barrier
       // Every thread has read pass_failed before thread 0 rewrites the walk
-      // state for the next pass (racecheck on the H100 flagged this read).
+      // state for the next pass.
       __syncthreads();
       if (action == kActionEmit || failed) break;
     }
