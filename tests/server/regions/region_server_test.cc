@@ -23,6 +23,7 @@
 #include "kernels/workload/greedy_workload.h"
 #include "kernels/workload/sampling_workload.h"
 #include "server/app/verifier_server.h"
+#include "tests/server/testing/device_server_test.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -46,34 +47,13 @@ std::string UniqueShmName(const std::string& tag) {
   return absl::StrCat("specverify-test-", getpid(), "-", tag, "-", counter++);
 }
 
-class RegionServerTest : public ::testing::TestWithParam<std::string> {
+class RegionServerTest : public testing::DeviceServerTest {
  protected:
   void SetUp() override {
-    options_.listen_address = "127.0.0.1:0";
-    options_.metrics_address = "";
-    options_.device = GetParam();
-    options_.max_batch_sequences = 64;
-    options_.max_sequences_per_request = 16;
+    DeviceServerTest::SetUp();
     options_.kv_arena_bytes = 16 << 20;
-    options_.cpu_threads = 2;
     options_.max_regions = 4;
     options_.max_region_bytes = 64 << 20;
-  }
-  void TearDown() override {
-    if (server_ != nullptr) (void)server_->Shutdown(absl::Seconds(5));
-  }
-  void Start() {
-    absl::StatusOr<std::unique_ptr<VerifierServer>> server =
-        VerifierServer::Start(options_, &metrics_);
-    if (!server.ok() && GetParam() != "cpu") {
-      GTEST_SKIP() << "no " << GetParam() << " backend here: " << server.status();
-    }
-    ASSERT_THAT(server, IsOk());
-    server_ = *std::move(server);
-    client::VerifierClientOptions c;
-    c.address = server_->local_address();
-    c.default_deadline = absl::Seconds(20);
-    client_ = *VerifierClient::Create(c);
   }
   // A registered shm region of `bytes` named `name`.
   std::unique_ptr<SharedMemoryRegion> Register(const std::string& name, int64_t bytes) {
@@ -95,11 +75,6 @@ class RegionServerTest : public ::testing::TestWithParam<std::string> {
     w.seed = seed;
     return *GenerateGreedyWorkload(w);
   }
-
-  ServerOptions options_;
-  NoopServerMetrics metrics_;
-  std::unique_ptr<VerifierServer> server_;
-  std::unique_ptr<VerifierClient> client_;
 };
 
 TEST_P(RegionServerTest, RegisterListUnregisterLifecycle) {
@@ -374,9 +349,7 @@ TEST_P(RegionServerTest, UnregisterWhileQueuedFinishesTheRequestFirst) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, RegionServerTest, ::testing::Values("cpu", "cuda:0"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param == "cpu" ? std::string("cpu") : std::string("cuda");
-                         });
+                         testing::DeviceName);
 
 }  // namespace
 }  // namespace specverify::server

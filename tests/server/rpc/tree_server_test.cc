@@ -20,6 +20,7 @@
 #include "kernels/workload/greedy_workload.h"
 #include "kernels/workload/tree_workload.h"
 #include "server/app/verifier_server.h"
+#include "tests/server/testing/device_server_test.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -30,32 +31,11 @@ using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
 
-class TreeServerTest : public ::testing::TestWithParam<std::string> {
+class TreeServerTest : public testing::DeviceServerTest {
  protected:
   void SetUp() override {
-    options_.listen_address = "127.0.0.1:0";
-    options_.metrics_address = "";
-    options_.device = GetParam();
-    options_.max_batch_sequences = 64;
-    options_.max_sequences_per_request = 16;
+    DeviceServerTest::SetUp();
     options_.kv_arena_bytes = 32 << 20;
-    options_.cpu_threads = 2;
-  }
-  void TearDown() override {
-    if (server_ != nullptr) (void)server_->Shutdown(absl::Seconds(5));
-  }
-  void Start() {
-    absl::StatusOr<std::unique_ptr<VerifierServer>> server =
-        VerifierServer::Start(options_, &metrics_);
-    if (!server.ok() && GetParam() != "cpu") {
-      GTEST_SKIP() << "no " << GetParam() << " backend here: " << server.status();
-    }
-    ASSERT_THAT(server, IsOk());
-    server_ = *std::move(server);
-    client::VerifierClientOptions c;
-    c.address = server_->local_address();
-    c.default_deadline = absl::Seconds(30);
-    client_ = *VerifierClient::Create(c);
   }
   static TreeGreedyWorkload GreedyTrees(int32_t trees, int32_t nodes, uint64_t seed) {
     TreeWorkloadOptions o;
@@ -68,11 +48,6 @@ class TreeServerTest : public ::testing::TestWithParam<std::string> {
     o.seed = seed;
     return *GenerateTreeGreedyWorkload(o);
   }
-
-  ServerOptions options_;
-  NoopServerMetrics metrics_;
-  std::unique_ptr<VerifierServer> server_;
-  std::unique_ptr<VerifierClient> client_;
 };
 
 TEST_P(TreeServerTest, GreedyTreesMatchTheOracleWithRowsInlineAndByHandle) {
@@ -244,9 +219,7 @@ TEST_P(TreeServerTest, BadTreesAreRefusedNamingTheSequenceAndTheNode) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, TreeServerTest, ::testing::Values("cpu", "cuda:0"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return info.param == "cpu" ? std::string("cpu") : std::string("cuda");
-                         });
+                         testing::DeviceName);
 
 }  // namespace
 }  // namespace specverify::server
