@@ -14,7 +14,7 @@
 # Afterwards, once the handle TTL and reap interval have passed: no wrong
 # answers, no request refused as invalid (all are valid), and /metrics shows
 # 0 arena bytes used, 0 live handles, 0 queued and 0 in-flight sequences;
-# SIGTERM exits 0. CTest runs a 60 s variant (label "soak").
+# SIGTERM exits 0. CTest runs a 2-minute variant (label "soak").
 #
 #   scripts/soak.sh [seconds]          # default 120; loopback only, bounded
 #
