@@ -3,6 +3,7 @@
 // library and the load generator over TLS. Certificates (a CA, a server
 // certificate for localhost/127.0.0.1, a client certificate) are made with
 // the openssl command at test time; without it the tests skip visibly.
+#include <unistd.h>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "client/greedy_requests.h"
+#include "client/region.h"
 #include "client/loadgen/loadgen.h"
 #include "client/verifier_client.h"
 #include "gmock/gmock.h"
@@ -203,6 +205,52 @@ TEST_F(LoadgenTlsTest, HandlesBelongToTheClientIdentityThatCreatedThem) {
   ASSERT_TRUE(rows.ok()) << rows.status();
   EXPECT_EQ(rows->size(), static_cast<size_t>(answer->kv().num_rows() * 64));
   EXPECT_TRUE((*a)->ReleaseKv(handle).ok());
+}
+
+// Issue #15, item 11, for the data plane (issue #13): under mutual TLS a
+// region belongs to the identity that registered it. Another identity does
+// not see it, cannot unregister it, and cannot name it in a request (NOT_FOUND,
+// as for a name nobody registered); names are per identity.
+TEST_F(LoadgenTlsTest, RegionsBelongToTheClientIdentityThatRegisteredThem) {
+  auto a = client::VerifierClient::Create(ClientOptions(mtls_->address(), true, true));
+  ASSERT_TRUE(a.ok()) << a.status();
+  client::VerifierClientOptions b_options = ClientOptions(mtls_->address(), true, false);
+  b_options.tls_cert_file = File("client-b.pem");
+  b_options.tls_key_file = File("client-b.key");
+  auto b = client::VerifierClient::Create(b_options);
+  ASSERT_TRUE(b.ok()) << b.status();
+
+  auto shm = client::SharedMemoryRegion::Create(
+      absl::StrCat("specverify-tls-test-", getpid()), 1 << 20);
+  ASSERT_TRUE(shm.ok()) << shm.status();
+  ASSERT_TRUE((*a)->RegisterRegion((*shm)->Registration("kv")).ok());
+  absl::StatusOr<v1::ListRegionsResponse> seen_by_b = (*b)->ListRegions();
+  ASSERT_TRUE(seen_by_b.ok()) << seen_by_b.status();
+  EXPECT_EQ(seen_by_b->regions_size(), 0);
+  EXPECT_EQ((*b)->UnregisterRegion("kv").status().code(), absl::StatusCode::kNotFound);
+
+  GreedyWorkloadOptions w;
+  w.num_sequences = 2;
+  w.row_bytes = 64;
+  const GreedyWorkload workload = *GenerateGreedyWorkload(w);
+  client::GreedyRequestOptions r;
+  r.num_sequences = 2;
+  r.kv_return = v1::KV_RETURN_INLINE;
+  v1::VerifyRequest request = *client::BuildGreedyRequest(workload, r);
+  client::RegionWriter writer("kv", (*shm)->data(), (*shm)->size());
+  ASSERT_TRUE(writer.MoveInputsToRegion(&request, /*return_into_region=*/true).ok());
+  absl::StatusOr<v1::VerifyResponse> by_b = (*b)->Verify(request);
+  EXPECT_EQ(by_b.status().code(), absl::StatusCode::kNotFound) << by_b.status();
+  EXPECT_TRUE((*a)->Verify(request).ok());
+
+  // B's own "kv" is another region; removing it leaves A's.
+  ASSERT_TRUE((*b)->RegisterRegion((*shm)->Registration("kv")).ok());
+  EXPECT_TRUE((*b)->UnregisterRegion("kv").ok());
+  absl::StatusOr<v1::ListRegionsResponse> seen_by_a = (*a)->ListRegions();
+  ASSERT_TRUE(seen_by_a.ok()) << seen_by_a.status();
+  ASSERT_EQ(seen_by_a->regions_size(), 1);
+  EXPECT_EQ(seen_by_a->regions(0).requests_total(), 1);
+  EXPECT_TRUE((*a)->UnregisterRegion("kv").ok());
 }
 
 TEST_F(LoadgenTlsTest, LoadgenRunsACheckedSweepOverMutualTls) {
