@@ -28,6 +28,12 @@ int64_t ElementBytes(int dtype) {
 
 }  // namespace
 
+int64_t TensorRefRowBytes(const v1::TensorRef& ref) {
+  int64_t row_bytes = ElementBytes(ref.dtype());
+  for (int d = 1; d < ref.shape_size(); ++d) row_bytes *= ref.shape(d);
+  return row_bytes;
+}
+
 absl::StatusOr<std::unique_ptr<SharedMemoryRegion>> SharedMemoryRegion::Create(
     const std::string& shm_name, int64_t bytes) {
   if (bytes <= 0) return absl::InvalidArgumentError("shared memory of 0 bytes");
@@ -126,8 +132,7 @@ absl::Status RegionWriter::MoveInputsToRegion(v1::VerifyRequest* request,
       return absl::InvalidArgumentError("return into a region needs draft KV rows");
     }
     v1::TensorRef* out = request->mutable_kv_output();
-    int64_t row_bytes = ElementBytes(out->dtype());
-    for (int d = 1; d < out->shape_size(); ++d) row_bytes *= out->shape(d);
+    const int64_t row_bytes = TensorRefRowBytes(*out);
     out->set_shape(0, total_rows);
     absl::StatusOr<int64_t> offset = Allocate(total_rows * row_bytes);
     if (!offset.ok()) return offset.status();

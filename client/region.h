@@ -23,6 +23,9 @@
 
 namespace specverify::client {
 
+// Bytes of one row of `ref` (product of shape[1:] times the element size).
+int64_t TensorRefRowBytes(const v1::TensorRef& ref);
+
 class SharedMemoryRegion {
  public:
   // Creates /dev/shm/<shm_name> of `bytes` bytes (ALREADY_EXISTS if taken).

@@ -4,6 +4,7 @@
 #include "absl/strings/str_cat.h"
 #include "client/greedy_requests.h"
 #include "client/loadgen/region_transport.h"
+#include "client/region.h"
 #include "client/tree_requests.h"
 
 #include <fstream>
@@ -61,13 +62,7 @@ absl::StatusOr<v1::VerifyResponse> LoadWorkload::RegionRowsInline(
   const v1::VerifyRequest& request = Request(i);
   int64_t rows = 0;
   for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
-  int64_t row_bytes = request.kv_output().shape_size() > 0 ? 1 : 0;
-  for (int d = 1; d < request.kv_output().shape_size(); ++d) row_bytes *= request.kv_output().shape(d);
-  if (request.kv_output().dtype() == v1::DATA_TYPE_FLOAT32) row_bytes *= 4;
-  if (request.kv_output().dtype() == v1::DATA_TYPE_FLOAT16 ||
-      request.kv_output().dtype() == v1::DATA_TYPE_BFLOAT16) {
-    row_bytes *= 2;
-  }
+  const int64_t row_bytes = client::TensorRefRowBytes(request.kv_output());
   v1::VerifyResponse as_inline = response;
   if (absl::Status s = region_->Read(request.kv_output().offset_bytes(), rows * row_bytes,
                                      as_inline.mutable_kv_inline());

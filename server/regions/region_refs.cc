@@ -3,25 +3,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "server/common/data_type.h"
 #include "server/common/echo.h"
 
 namespace specverify::server {
 namespace {
 
-int64_t ElementBytes(int dtype) {
-  switch (dtype) {
-    case v1::DATA_TYPE_FLOAT32:
-      return 4;
-    case v1::DATA_TYPE_FLOAT16:
-    case v1::DATA_TYPE_BFLOAT16:
-      return 2;
-    default:
-      return 1;
-  }
-}
-
 int64_t TensorBytes(const v1::TensorRef& ref) {
-  int64_t n = ElementBytes(ref.dtype());
+  int64_t n = DataTypeSize(ref.dtype());  // validated: > 0
   for (int64_t d : ref.shape()) n *= d;  // validation bounded the product
   return n;
 }

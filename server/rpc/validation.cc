@@ -394,22 +394,6 @@ absl::Status CheckKvOutput(const v1::VerifyRequest& request, int64_t row_bytes, 
 
 }  // namespace
 
-int64_t DataTypeSize(int dtype) {
-  switch (dtype) {
-    case v1::DATA_TYPE_FLOAT32:
-      return 4;
-    case v1::DATA_TYPE_FLOAT16:
-    case v1::DATA_TYPE_BFLOAT16:
-      return 2;
-    case v1::DATA_TYPE_UINT8:
-    case v1::DATA_TYPE_INT8:
-    case v1::DATA_TYPE_FP8_E4M3:
-      return 1;
-    default:
-      return 0;
-  }
-}
-
 absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     const v1::VerifyRequest& request, const RequestLimits& limits) {
   if (absl::Status s = ValidateRequestId(request.request_id()); !s.ok()) return s;
@@ -541,8 +525,7 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
   } else if (request.has_kv_output()) {
     return Invalid("kv_output is set but kv_return is not REGION");
   }
-  out.kv_in_region = first_kv.present && first_kv.in_region;
-  out.values_in_region = sampled && first_sampled.in_region;
+  const bool kv_in_region = first_kv.present && first_kv.in_region;
   out.key.mode = VerifyMode::kGreedy;
   out.key.vocab_size = first.vocab_size();
   if (sampled && limits.max_sampled_request_bytes > 0 &&
@@ -574,11 +557,11 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
   if (first_kv.present && kv_return != v1::KV_RETURN_NONE) {
     out.key.row_bytes = first_kv.row_bytes;
     out.key.kv_dtype = first_kv.dtype;
-    out.key.kv_in_regions = out.kv_in_region;
-  } else if (!out.kv_in_region) {
+    out.key.kv_in_regions = kv_in_region;
+  } else if (!kv_in_region) {
     out.payload_bytes -= first_kv.row_bytes * out.total_draft_rows;
   }
-  out.key.values_in_regions = out.values_in_region;
+  out.key.values_in_regions = sampled && first_sampled.in_region;
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "kernels/tree/tree_params.h"
+#include "server/common/data_type.h"
 #include "server/backend/batch.h"
 #include "specverify/v1/verifier.pb.h"
 
@@ -47,14 +48,8 @@ struct ValidatedRequest {
   int64_t payload_bytes = 0;     // tokens + staged (inline) KV and distribution bytes
   int64_t kv_row_bytes = 0;      // row_bytes of the request's KV, 0 if none
   int32_t kv_dtype = 0;
-  // Data plane: the request's KV rows / distribution rows are TensorRefs into
-  // registered regions (resolved by server/regions/region_refs.h).
-  bool kv_in_region = false;
-  bool values_in_region = false;
 };
 
-// Bytes per element of `dtype`, or 0 for UNSPECIFIED and unknown values.
-int64_t DataTypeSize(int dtype);
 
 absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     const v1::VerifyRequest& request, const RequestLimits& limits);

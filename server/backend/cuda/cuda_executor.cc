@@ -497,10 +497,11 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     SV_CUDA_RETURN_IF_ERROR(LaunchTreeGreedyVerifyPack(t, slot.tree_scratch.view, slot.stream));
     work.path = GreedyPath::kFused;
   } else {
+    const RejectionSampleParams sampled_host = SampledHostParams(batch);
     TreeSampleParams host;
-    host.input = SampledHostParams(batch).input;
+    host.input = sampled_host.input;
     host.parent_indices = in.parent_indices.data();
-    host.output = SampledHostParams(batch).output;
+    host.output = sampled_host.output;
     host.output.greedy_target_tokens = nullptr;
     std::vector<int32_t> unused_paths(static_cast<size_t>(rows));
     host.path_nodes = unused_paths.data();
