@@ -25,7 +25,9 @@ ServerMetrics& Prometheus() {
     PrometheusMetricsOptions options;
     options.listen_address = "";  // recording only; scrapes are not on the request path
     options.max_queue_delay = absl::Microseconds(200);
-    return PrometheusServerMetrics::Start(options).value().release();
+    PrometheusServerMetrics* metrics = PrometheusServerMetrics::Start(options).value().release();
+    metrics->SetDevices({"cuda:0"});
+    return metrics;
   }();
   return *metrics;
 }
@@ -39,7 +41,7 @@ void VerifyEvents(ServerMetrics& metrics, const BatchReport& batch) {
   metrics.OnQueueDelay(absl::Microseconds(35));
   metrics.SetInFlightSequences(1);
   metrics.OnBatchExecuted(batch);
-  metrics.SetArenaUsage(8 * 4096, int64_t{1} << 30, 1);
+  metrics.SetArenaUsage(0, 8 * 4096, int64_t{1} << 30, 1);
   metrics.SetInFlightSequences(0);
   metrics.OnRequestFinished(RpcMethod::kVerify, absl::StatusCode::kOk, absl::Microseconds(120));
 }

@@ -119,7 +119,14 @@ const std::map<std::string, Flag>& Flags() {
       {"max_region_bytes",
        IntFlag(&ServerOptions::max_region_bytes,
                "bytes of all registered regions together (mapped, not allocated), >= 0")},
-      {"device", StringFlag(&ServerOptions::device, "auto | cpu | cuda:N | noop")},
+      {"device", StringFlag(&ServerOptions::device,
+                            "auto | cpu | cpu:N,M,... | cuda:N | cuda:N,M,... | cuda:all | noop: "
+                            "one executor per entry (its own streams, staging, KV arena); "
+                            "batches go to the least-loaded one")},
+      {"stop_on_device_failure",
+       BoolFlag(&ServerOptions::stop_on_device_failure,
+                "stop serving at the first device fault; by default a fault takes only its "
+                "device out of service and the server stops when none is left")},
       {"tls_cert_file", StringFlag(&ServerOptions::tls_cert_file,
                                    "PEM certificate chain: serve gRPC over TLS (with --tls_key_file)")},
       {"tls_key_file", StringFlag(&ServerOptions::tls_key_file,

@@ -43,7 +43,11 @@ struct ServerOptions {
   // Nodes of one token tree (docs/TREES.md), [1, kMaxTreeNodes].
   int32_t max_tree_nodes = 256;
   int64_t max_region_bytes = int64_t{1} << 40;
+  // One executor per entry (issue #16): cuda:0,1 or cuda:all drive several
+  // GPUs; a fault takes only its device out of service unless
+  // stop_on_device_failure, which stops the server at the first one.
   std::string device = "auto";
+  bool stop_on_device_failure = false;
   // Prometheus exporter address; empty disables it.
   std::string metrics_address = "0.0.0.0:9401";
   // Extra gRPC channel arguments, "name=value,..." (server/rpc/grpc_tuning.h).

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
@@ -75,8 +76,19 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> ServerCredentialsFor(
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
-    const ServerOptions& options, ServerMetrics* metrics,
-    std::unique_ptr<Backend> backend) {
+    const ServerOptions& options, ServerMetrics* metrics, std::unique_ptr<Backend> backend) {
+  std::vector<DeviceBackend> devices;
+  if (backend != nullptr) {
+    DeviceBackend device;
+    device.name = backend->Describe().name;
+    device.backend = std::move(backend);
+    devices.push_back(std::move(device));
+  }
+  return Start(options, metrics, std::move(devices));
+}
+
+absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
+    const ServerOptions& options, ServerMetrics* metrics, std::vector<DeviceBackend> devices) {
   if (metrics == nullptr) return absl::InvalidArgumentError("metrics is null");
   if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
   // One protobuf log line per call site per 10 s, not one per bad request.
@@ -85,9 +97,8 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   server->options_ = options;
   server->metrics_ = metrics;
 
-  if (backend != nullptr) {
-    server->backend_ = std::move(backend);
-    server->backend_reason_ = "injected backend";
+  if (!devices.empty()) {
+    server->backend_reason_ = devices.size() == 1 ? "injected backend" : "injected backends";
   } else {
     absl::StatusOr<DeviceSpec> spec = ParseDeviceSpec(options.device);
     if (!spec.ok()) return spec.status();
@@ -103,35 +114,55 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     cuda.completion_spin_us = options.cuda_completion_spin_us;
     cuda.dispatch_threshold_bytes =
         options.calibrate_dispatch ? -1 : options.dispatch_threshold_bytes;
-    absl::StatusOr<BackendChoice> choice = CreateBackend(*spec, cpu, cuda);
-    if (!choice.ok()) return choice.status();
-    server->backend_ = std::move(choice->backend);
-    server->backend_reason_ = std::move(choice->reason);
+    absl::StatusOr<DeviceBackends> created = CreateBackends(*spec, cpu, cuda);
+    if (!created.ok()) return created.status();
+    devices = std::move(created->devices);
+    server->backend_reason_ = std::move(created->reason);
   }
-  const BackendDescription description = server->backend_->Describe();
+  if (static_cast<int>(devices.size()) > kMaxDevices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(devices.size(), " executors; at most ", kMaxDevices));
+  }
+  std::vector<std::string> names;
+  for (const DeviceBackend& d : devices) names.push_back(d.name);
+  // Before the arenas: they report usage per device from their first moment.
+  metrics->SetDevices(names);
 
-  absl::StatusOr<std::unique_ptr<ArenaMemory>> memory =
-      server->backend_->AllocateArenaMemory(options.kv_arena_bytes);
-  if (!memory.ok()) return memory.status();
+  server->quota_ = std::make_unique<ClientQuota>(options.max_arena_bytes_per_client);
   KvArenaOptions arena_options;
   arena_options.handle_ttl = absl::Milliseconds(options.kv_handle_ttl_ms);
   arena_options.reap_interval =
       std::clamp(absl::Milliseconds(options.kv_handle_ttl_ms) / 4,
                  absl::Milliseconds(1), absl::Milliseconds(100));
-  arena_options.max_bytes_per_client = options.max_arena_bytes_per_client;
+  arena_options.quota = server->quota_.get();
   arena_options.metrics = metrics;
-  absl::StatusOr<std::unique_ptr<KvArena>> arena =
-      KvArena::Create(*std::move(memory), arena_options);
-  if (!arena.ok()) return arena.status();
-  server->arena_ = *std::move(arena);
+  std::vector<Device> set;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    Backend* const backend = devices[i].backend.get();
+    server->backends_.push_back(std::move(devices[i].backend));
+    absl::StatusOr<std::unique_ptr<ArenaMemory>> memory =
+        backend->AllocateArenaMemory(options.kv_arena_bytes);
+    if (!memory.ok()) {
+      return absl::Status(memory.status().code(), absl::StrCat(devices[i].name, ": ",
+                                                               memory.status().message()));
+    }
+    arena_options.device_index = static_cast<int>(i);
+    absl::StatusOr<std::unique_ptr<KvArena>> arena =
+        KvArena::Create(*std::move(memory), arena_options);
+    if (!arena.ok()) return arena.status();
+    server->arenas_.push_back(*std::move(arena));
+    set.push_back(Device{devices[i].name, devices[i].cuda_ordinal, backend,
+                         server->arenas_.back().get()});
+  }
+  server->devices_ = std::make_unique<DeviceSet>(std::move(set));
+  const BackendDescription description = server->backends_.front()->Describe();
 
   RegionLimits region_limits;
   region_limits.max_regions = options.max_regions;
   region_limits.max_region_bytes = options.max_region_bytes;
-  Backend* const mapper_backend = server->backend_.get();
+  const DeviceSet* const mapper = server->devices_.get();
   server->regions_ = std::make_unique<RegionRegistry>(
-      region_limits,
-      [mapper_backend](const RegionSpec& spec) { return mapper_backend->MapRegion(spec); },
+      region_limits, [mapper](const RegionSpec& spec) { return mapper->MapRegion(spec); },
       metrics);
 
   BatcherOptions batcher_options;
@@ -141,15 +172,18 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   batcher_options.max_queue_delay = absl::Microseconds(options.max_queue_delay_us);
   batcher_options.max_queue_sequences = options.max_queue_sequences;
   batcher_options.max_queued_sequences_per_client = options.max_queued_sequences_per_client;
-  batcher_options.backend = server->backend_.get();
-  batcher_options.arena = server->arena_.get();
+  batcher_options.devices = server->devices_.get();
   batcher_options.metrics = metrics;
+  batcher_options.stop_on_device_failure = options.stop_on_device_failure;
   VerifierServer* self = server.get();
   batcher_options.on_backend_failure = [self](const absl::Status& status) {
     std::fprintf(stderr, "specverify-server: backend failed: %s\n",
                  status.ToString().c_str());
     if (self->grpc_server_ != nullptr) self->SetHealth(false);
     self->RequestStop(status);
+  };
+  batcher_options.on_device_failure = [self](int device, const absl::Status& status) {
+    self->OnDeviceOutOfService(device, status);
   };
   absl::StatusOr<std::unique_ptr<Batcher>> batcher = Batcher::Create(batcher_options);
   if (!batcher.ok()) return batcher.status();
@@ -178,6 +212,25 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   limits->set_max_arena_bytes_per_client(options.max_arena_bytes_per_client);
   info.set_dispatch_threshold_bytes(description.dispatch_threshold_bytes);
   info.set_dispatch_threshold_source(description.dispatch_threshold_source);
+  std::vector<std::string> models;
+  for (int i = 0; i < server->devices_->size(); ++i) {
+    const Device& device = server->devices_->at(i);
+    const BackendDescription d = device.backend->Describe();
+    v1::DeviceInfo* row = info.add_devices();
+    row->set_index(i);
+    row->set_name(device.name);
+    row->set_backend(d.name);
+    row->set_device_name(d.device_name);
+    row->set_cuda_ordinal(device.cuda_ordinal);
+    row->set_in_service(true);
+    row->set_kv_arena_bytes(device.arena->capacity_bytes());
+    row->set_max_batches_in_flight(device.backend->max_batches_in_flight());
+    row->set_dispatch_threshold_bytes(d.dispatch_threshold_bytes);
+    row->set_dispatch_threshold_source(d.dispatch_threshold_source);
+    if (std::find(models.begin(), models.end(), d.device_name) == models.end()) {
+      models.push_back(d.device_name);
+    }
+  }
   info.add_modes("greedy");
   info.add_modes("sampled");
 
@@ -194,7 +247,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   service_options.max_stream_buffered_answers = options.max_stream_buffered_answers;
   service_options.info = info;
   service_options.batcher = server->batcher_.get();
-  service_options.arena = server->arena_.get();
+  service_options.devices = server->devices_.get();
   service_options.regions = server->regions_.get();
   service_options.metrics = metrics;
   service_options.mutual_tls = !options.tls_client_ca_file.empty();
@@ -217,16 +270,44 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
         "cannot listen on --listen_address=", options.listen_address));
   }
   // SERVING only now that the backend, arena and batcher are up.
-  metrics->SetIdentity(ServerIdentity{info.version(), info.backend(), info.device_name()});
+  metrics->SetIdentity(
+      ServerIdentity{info.version(), info.backend(), absl::StrJoin(models, ", ")});
   server->SetHealth(true);
   return server;
 }
 
 void VerifierServer::SetHealth(bool serving) {
   grpc::HealthCheckServiceInterface* health = grpc_server_->GetHealthCheckService();
+  for (int i = 0; i < devices_->size(); ++i) {
+    health->SetServingStatus(absl::StrCat(kVerifierServiceName, "/", devices_->at(i).name),
+                             serving && devices_->in_service(i));
+  }
   health->SetServingStatus(kVerifierServiceName, serving);
   health->SetServingStatus(serving);
   metrics_->SetServing(serving);
+}
+
+void VerifierServer::OnDeviceOutOfService(int device, const absl::Status& why) {
+  std::fprintf(stderr,
+               "specverify-server: %s; %d of %d devices serve on (--stop_on_device_failure "
+               "stops instead)\n",
+               why.ToString().c_str(), devices_->in_service_count(), devices_->size());
+  if (grpc_server_ != nullptr) {
+    grpc_server_->GetHealthCheckService()->SetServingStatus(
+        absl::StrCat(kVerifierServiceName, "/", devices_->at(device).name), false);
+  }
+}
+
+absl::Status VerifierServer::backend_health() const {
+  const int in_service = devices_->in_service_count();
+  if (in_service == devices_->size() ||
+      (in_service > 0 && !options_.stop_on_device_failure)) {
+    return absl::OkStatus();
+  }
+  for (int i = 0; i < devices_->size(); ++i) {
+    if (!devices_->in_service(i)) return devices_->status(i);
+  }
+  return absl::OkStatus();
 }
 
 VerifierServer::~VerifierServer() {
@@ -264,7 +345,7 @@ absl::Status VerifierServer::Shutdown(absl::Duration drain_timeout) {
   batcher_->Stop();
   // Open streams get until the deadline to half-close, then are cancelled.
   grpc_server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));
-  backend_->Shutdown();
+  for (const std::unique_ptr<Backend>& backend : backends_) backend->Shutdown();
   if (!drained) {
     shutdown_status_ = absl::DeadlineExceededError(absl::StrCat(
         "drain timeout ", absl::FormatDuration(drain_timeout), " passed with ", left,

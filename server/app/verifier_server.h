@@ -1,6 +1,12 @@
-// The assembled server: backend (from --device), KV arena in the backend's
-// memory, batcher, the Verifier service, gRPC health and reflection. Used by
-// main and, in-process, by the integration tests.
+// The assembled server: one executor per --device entry (a backend and a KV
+// arena in its memory each, issue #16), the batcher feeding them, the
+// Verifier service, gRPC health and reflection. Used by main and,
+// in-process, by the integration tests.
+//
+// Health: the overall status and "specverify.v1.Verifier" are SERVING while
+// any device is in service (with --stop_on_device_failure: while all are);
+// "specverify.v1.Verifier/<device name>" (e.g. ".../cuda:1") follows one
+// device.
 //
 // Shutdown order (graceful): health NOT_SERVING; new requests UNAVAILABLE;
 // queued requests flush without their delay budget; wait up to the drain
@@ -13,6 +19,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -22,7 +29,9 @@
 #include "server/arena/kv_arena.h"
 #include "server/regions/region_registry.h"
 #include "server/backend/backend.h"
+#include "server/backend/backend_factory.h"
 #include "server/batcher/batcher.h"
+#include "server/devices/device_set.h"
 #include "server/metrics/server_metrics.h"
 #include "server/rpc/verifier_service.h"
 
@@ -44,6 +53,10 @@ class VerifierServer {
   static absl::StatusOr<std::unique_ptr<VerifierServer>> Start(
       const ServerOptions& options, ServerMetrics* metrics,
       std::unique_ptr<Backend> backend = nullptr);
+  // The same with injected executors, device i = devices[i] (tests: several
+  // controllable devices, or CUDA executors with a fault armed on one).
+  static absl::StatusOr<std::unique_ptr<VerifierServer>> Start(
+      const ServerOptions& options, ServerMetrics* metrics, std::vector<DeviceBackend> devices);
   ~VerifierServer();  // Shutdown(zero drain) if not shut down yet
 
   int port() const { return port_; }
@@ -61,21 +74,32 @@ class VerifierServer {
   // finished within `drain_timeout`, else DEADLINE_EXCEEDED saying so.
   absl::Status Shutdown(absl::Duration drain_timeout);
 
-  // OK, or the backend's sticky error (the process then exits non-zero).
-  absl::Status backend_health() const { return backend_->health(); }
+  // OK while the server serves: some device is in service (every device,
+  // with --stop_on_device_failure); else the fault that stopped it (the
+  // process then exits non-zero).
+  absl::Status backend_health() const;
   Batcher& batcher() { return *batcher_; }
-  KvArena& arena() { return *arena_; }
+  // Device 0's arena (the only one with a single executor).
+  KvArena& arena() { return *arenas_.front(); }
+  const DeviceSet& devices() const { return *devices_; }
 
  private:
   VerifierServer() = default;
-  // Sets the gRPC health status (overall and Verifier) and the serving gauge.
+  // Sets the gRPC health status (overall, Verifier and every device in
+  // service) and the serving gauge.
   void SetHealth(bool serving);
+  // A device fault took `device` out while others serve on.
+  void OnDeviceOutOfService(int device, const absl::Status& why);
 
   ServerOptions options_;
   ServerMetrics* metrics_ = nullptr;
-  std::unique_ptr<Backend> backend_;
+  std::vector<std::unique_ptr<Backend>> backends_;  // by device index
   std::string backend_reason_;
-  std::unique_ptr<KvArena> arena_;
+  // Every device's arena charges one client quota (issue #15's limit is per
+  // server); declared before the arenas, which use it.
+  std::unique_ptr<ClientQuota> quota_;
+  std::vector<std::unique_ptr<KvArena>> arenas_;
+  std::unique_ptr<DeviceSet> devices_;
   // After the backend (its mappings close while it is alive), before the
   // batcher (queued requests hold uses of it).
   std::unique_ptr<RegionRegistry> regions_;

@@ -13,9 +13,10 @@
 
 namespace specverify::server {
 
-absl::StatusOr<std::string> NewHandleId() {
+absl::StatusOr<std::string> NewHandleId(int device_index) {
   unsigned char bytes[16];
-  size_t got = 0;
+  size_t got = 1;
+  bytes[0] = static_cast<unsigned char>(device_index);
   while (got < sizeof(bytes)) {
     const ssize_t n = getrandom(bytes + got, sizeof(bytes) - got, 0);
     if (n < 0) {
@@ -29,6 +30,11 @@ absl::StatusOr<std::string> NewHandleId() {
       absl::string_view(reinterpret_cast<const char*>(bytes), sizeof(bytes)));
 }
 
+int HandleDeviceIndex(absl::string_view id) {
+  const auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
+  return nibble(id[0]) * 16 + nibble(id[1]);
+}
+
 bool IsWellFormedHandleId(absl::string_view id) {
   if (id.size() != kHandleIdChars) return false;
   for (char c : id) {
@@ -40,7 +46,7 @@ bool IsWellFormedHandleId(absl::string_view id) {
 KvRegion::~KvRegion() {
   absl::MutexLock lock(&arena_->mu_);
   arena_->FreeLocked(offset_, bytes_);
-  if (charged_to_.has_value()) arena_->UnchargeLocked(*charged_to_, bytes_);
+  if (charged_to_.has_value()) arena_->quota_->Uncharge(*charged_to_, bytes_);
   arena_->ReportUsageLocked();
 }
 
@@ -68,6 +74,10 @@ absl::StatusOr<std::unique_ptr<KvArena>> KvArena::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "max_bytes_per_client is ", options.max_bytes_per_client, "; must be >= 0"));
   }
+  if (options.device_index < 0 || options.device_index >= kMaxHandleDevices) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device_index is ", options.device_index, "; must lie in [0, ", kMaxHandleDevices, ")"));
+  }
   if (options.alignment_bytes <= 0 ||
       (options.alignment_bytes & (options.alignment_bytes - 1)) != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -79,6 +89,10 @@ absl::StatusOr<std::unique_ptr<KvArena>> KvArena::Create(
 KvArena::KvArena(std::unique_ptr<ArenaMemory> memory, const KvArenaOptions& options)
     : memory_(std::move(memory)),
       options_(options),
+      owned_quota_(options.quota == nullptr
+                       ? std::make_unique<ClientQuota>(options.max_bytes_per_client)
+                       : nullptr),
+      quota_(options.quota != nullptr ? options.quota : owned_quota_.get()),
       capacity_(memory_->size_bytes()),
       clock_(options.clock != nullptr ? options.clock : RealClock::Get()),
       metrics_(options.metrics),
@@ -125,7 +139,7 @@ absl::StatusOr<int64_t> KvArena::Reserve(int64_t bytes) {
   if (offset.ok()) {
     ReportUsageLocked();
   } else {
-    metrics_->SetArenaLargestFreeExtent(allocator_.largest_free_extent());
+    metrics_->SetArenaLargestFreeExtent(options_.device_index, allocator_.largest_free_extent());
   }
   return offset;
 }
@@ -144,7 +158,7 @@ void KvArena::FreeLocked(int64_t offset, int64_t bytes) {
 }
 
 void KvArena::ReportUsageLocked() {
-  metrics_->SetArenaUsage(allocator_.used_bytes(), capacity_,
+  metrics_->SetArenaUsage(options_.device_index, allocator_.used_bytes(), capacity_,
                           static_cast<int64_t>(handles_.size()));
 }
 
@@ -155,7 +169,7 @@ absl::StatusOr<PublishedHandle> KvArena::Publish(int64_t offset, int64_t bytes,
                                                  const std::optional<std::string>& charged_to) {
   const absl::Time expires = clock_->Now() + options_.handle_ttl;
   for (;;) {
-    absl::StatusOr<std::string> id = NewHandleId();
+    absl::StatusOr<std::string> id = NewHandleId(options_.device_index);
     if (!id.ok()) return id.status();
     absl::MutexLock lock(&mu_);
     // A collision (odds 2^-128 per pair) draws again: never replace a live handle.
@@ -166,61 +180,6 @@ absl::StatusOr<PublishedHandle> KvArena::Publish(int64_t offset, int64_t bytes,
     ReportUsageLocked();
     return PublishedHandle{*std::move(id), expires};
   }
-}
-
-absl::Status KvArena::Charge(const std::string& client, int64_t bytes) {
-  const int64_t quota = options_.max_bytes_per_client;
-  if (quota <= 0 || bytes <= 0) return absl::OkStatus();
-  absl::MutexLock lock(&mu_);
-  auto it = client_bytes_.find(client);
-  const int64_t held = it == client_bytes_.end() ? 0 : it->second;
-  // Compared as quota - held: a client-sized `bytes` cannot overflow.
-  if (bytes > quota - held) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "client ", EchoForMessage(client), " holds ", held,
-        " KV arena bytes (live handles and the rows of its queued and running requests) + ",
-        bytes, " for this request would exceed max_arena_bytes_per_client=", quota,
-        "; release or fetch handles with release_after"));
-  }
-  if (it == client_bytes_.end()) {
-    client_bytes_.emplace(client, bytes);
-  } else {
-    it->second += bytes;
-  }
-  return absl::OkStatus();
-}
-
-void KvArena::Uncharge(const std::string& client, int64_t bytes) {
-  if (options_.max_bytes_per_client <= 0 || bytes <= 0) return;
-  absl::MutexLock lock(&mu_);
-  UnchargeLocked(client, bytes);
-}
-
-void KvArena::UnchargeLocked(const std::string& client, int64_t bytes) {
-  if (options_.max_bytes_per_client <= 0 || bytes <= 0) return;
-  auto it = client_bytes_.find(client);
-  if (it == client_bytes_.end() || it->second < bytes) {
-    // A bookkeeping bug (released more than was charged); keep the table sane.
-    std::fprintf(stderr, "specverify: KV arena: client quota underflow (%lld bytes)\n",
-                 static_cast<long long>(bytes));
-    if (it != client_bytes_.end()) client_bytes_.erase(it);
-    return;
-  }
-  it->second -= bytes;
-  // Erased at 0, so the table holds only clients with bytes (bounded by the
-  // arena and the queue, not by how many clients ever connected).
-  if (it->second == 0) client_bytes_.erase(it);
-}
-
-int64_t KvArena::client_bytes(const std::string& client) {
-  absl::MutexLock lock(&mu_);
-  auto it = client_bytes_.find(client);
-  return it == client_bytes_.end() ? 0 : it->second;
-}
-
-int64_t KvArena::charged_clients() {
-  absl::MutexLock lock(&mu_);
-  return static_cast<int64_t>(client_bytes_.size());
 }
 
 absl::StatusOr<std::shared_ptr<const KvRegion>> KvArena::Lookup(
@@ -269,7 +228,7 @@ int64_t KvArena::ReapExpired() {
     }
     if (!expired.empty()) ReportUsageLocked();
     // Once per reap interval: walking the free list is not for every batch.
-    metrics_->SetArenaLargestFreeExtent(allocator_.largest_free_extent());
+    metrics_->SetArenaLargestFreeExtent(options_.device_index, allocator_.largest_free_extent());
   }
   const int64_t count = static_cast<int64_t>(expired.size());
   expired.clear();  // regions free their bytes outside our lock section above

@@ -12,12 +12,17 @@
 // handle from the table at once, but its bytes return to the allocator only
 // when the last reader (a FetchKv stream) drops its reference.
 //
-// Per-client quota (issue #15, KvArenaOptions::max_bytes_per_client): a
-// client (the batcher's PendingRequest::client) is charged the upper bound of
-// its requests' rows from enqueue until they finish (Charge/Uncharge), and
-// the bytes of its live handles until they return to the allocator (a handle
-// published with `charged_to` takes over that part of the charge). A charge
-// that would pass the quota is refused RESOURCE_EXHAUSTED naming the limit.
+// Per-client quota (issue #15, client_quota.h): a client (the batcher's
+// PendingRequest::client) is charged the upper bound of its requests' rows
+// from enqueue until they finish (Charge/Uncharge), and the bytes of its live
+// handles until they return to the allocator (a handle published with
+// `charged_to` takes over that part of the charge). A charge that would pass
+// the quota is refused RESOURCE_EXHAUSTED naming the limit. With several
+// devices (issue #16) their arenas share one ClientQuota.
+//
+// Devices: a server with several executors has one arena per device; each
+// arena's handle ids start with its device index (HandleDeviceIndex), so a
+// FetchKv or ReleaseKv finds the arena, and says which device, from the id.
 //
 // Thread safety: every method is thread-safe.
 #ifndef SPECVERIFY_SERVER_ARENA_KV_ARENA_H_
@@ -37,6 +42,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "server/arena/arena_memory.h"
+#include "server/arena/client_quota.h"
 #include "server/arena/extent_allocator.h"
 #include "server/common/clock.h"
 #include "server/metrics/server_metrics.h"
@@ -51,8 +57,15 @@ struct KvArenaOptions {
   // thread (tests call ReapExpired themselves).
   absl::Duration reap_interval = absl::Milliseconds(100);
   // Arena bytes one client may hold at once (handles + the upper bound of
-  // its queued and running requests' rows); 0 = no quota.
+  // its queued and running requests' rows); 0 = no quota. Ignored when
+  // `quota` is set.
   int64_t max_bytes_per_client = 0;
+  // A quota shared with other arenas (one per device); must outlive the
+  // arena. Null: the arena keeps its own, of max_bytes_per_client.
+  ClientQuota* quota = nullptr;
+  // The device this arena belongs to: the first two hex digits of every
+  // handle id it publishes. [0, kMaxHandleDevices).
+  int device_index = 0;
   Clock* clock = nullptr;             // RealClock when null
   ServerMetrics* metrics = nullptr;   // required
 };
@@ -119,16 +132,16 @@ class KvArena {
       int64_t offset, int64_t bytes, int64_t row_bytes, int64_t num_rows, int32_t dtype,
       const std::string& owner = "",
       const std::optional<std::string>& charged_to = std::nullopt);
-  // Charges `bytes` (>= 0) to `client`'s quota. RESOURCE_EXHAUSTED naming
-  // max_arena_bytes_per_client when the client would hold more than it; then
-  // nothing is charged. OK without a quota.
-  absl::Status Charge(const std::string& client, int64_t bytes);
-  // Gives back `bytes` of an earlier Charge.
-  void Uncharge(const std::string& client, int64_t bytes);
-  // Bytes charged to `client` now (0 without a quota).
-  int64_t client_bytes(const std::string& client);
-  // Clients holding a charge (their table shrinks as charges return to 0).
-  int64_t charged_clients();
+  // The client quota (ClientQuota::Charge and friends); shared between
+  // the arenas of one server.
+  ClientQuota& quota() { return *quota_; }
+  absl::Status Charge(const std::string& client, int64_t bytes) {
+    return quota_->Charge(client, bytes);
+  }
+  void Uncharge(const std::string& client, int64_t bytes) { quota_->Uncharge(client, bytes); }
+  int64_t client_bytes(const std::string& client) { return quota_->client_bytes(client); }
+  int64_t charged_clients() { return quota_->charged_clients(); }
+  int device_index() const { return options_.device_index; }
   // NOT_FOUND for an unknown, released or expired handle, and for one that
   // `caller` does not own: another identity learns nothing, not even that
   // the handle exists.
@@ -157,13 +170,14 @@ class KvArena {
 
   KvArena(std::unique_ptr<ArenaMemory> memory, const KvArenaOptions& options);
   void FreeLocked(int64_t offset, int64_t bytes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UnchargeLocked(const std::string& client, int64_t bytes)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReportUsageLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ReaperLoop();
 
   const std::unique_ptr<ArenaMemory> memory_;
   const KvArenaOptions options_;
+  // options_.quota, or owned_quota_ when none was given.
+  const std::unique_ptr<ClientQuota> owned_quota_;
+  ClientQuota* const quota_;
   const int64_t capacity_;
   Clock* const clock_;
   ServerMetrics* const metrics_;
@@ -171,17 +185,24 @@ class KvArena {
   absl::Mutex mu_;
   ExtentAllocator allocator_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Entry> handles_ ABSL_GUARDED_BY(mu_);
-  // Quota accounts with a charge > 0 (only with max_bytes_per_client > 0).
-  absl::flat_hash_map<std::string, int64_t> client_bytes_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread reaper_;
 };
 
 // Characters of a handle id: 128 bits as lowercase hex.
 inline constexpr size_t kHandleIdChars = 32;
+// Devices a handle id can name: its first byte.
+inline constexpr int kMaxHandleDevices = 256;
 
-// 128 bits from getrandom(2), as kHandleIdChars lowercase hex digits.
-absl::StatusOr<std::string> NewHandleId();
+// A handle id: the device index as the first two hex digits, then 120 bits
+// from getrandom(2); kHandleIdChars lowercase hex digits in all. The id is
+// still unguessable (2^120), and names the device its rows live on.
+// REQUIRES: 0 <= device_index < kMaxHandleDevices.
+absl::StatusOr<std::string> NewHandleId(int device_index = 0);
+
+// The device index a well-formed handle id names (its first two hex digits).
+// REQUIRES: IsWellFormedHandleId(id).
+int HandleDeviceIndex(absl::string_view id);
 
 // True iff `id` has NewHandleId's format (kHandleIdChars of [0-9a-f]).
 bool IsWellFormedHandleId(absl::string_view id);

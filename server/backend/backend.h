@@ -21,7 +21,9 @@
 //    gathers kv_sources into the draft_kv section before verifying, and
 //    writes every delivery's packed rows into its destination before `done`.
 //  * A device fault is sticky: once health() is not OK the backend fails every
-//    later batch with that status and the server stops serving.
+//    later batch with that status. The batcher takes the device out of
+//    service; the server stops serving when it was the last device (or at
+//    once with --stop_on_device_failure).
 //
 // Thread safety: Submit may be called from any thread; the rest are
 // thread-safe accessors.

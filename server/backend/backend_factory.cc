@@ -2,7 +2,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -13,22 +17,60 @@
 
 namespace specverify::server {
 
+namespace {
+
+// "N[,M...]" into `ordinals`; false on anything else.
+bool ParseOrdinalList(absl::string_view list, std::vector<int>* ordinals) {
+  for (absl::string_view item : absl::StrSplit(list, ',')) {
+    int ordinal = -1;
+    if (!absl::SimpleAtoi(item, &ordinal) || ordinal < 0) return false;
+    ordinals->push_back(ordinal);
+  }
+  return !ordinals->empty();
+}
+
+}  // namespace
+
 absl::StatusOr<DeviceSpec> ParseDeviceSpec(absl::string_view text) {
   DeviceSpec spec;
+  constexpr absl::string_view kForms =
+      "must be one of auto, cpu, cpu:N[,M...], cuda:N[,M...] (N >= 0), cuda:all, noop";
   if (text == "auto") {
     spec.kind = DeviceSpec::Kind::kAuto;
   } else if (text == "cpu") {
     spec.kind = DeviceSpec::Kind::kCpu;
   } else if (text == "noop") {
     spec.kind = DeviceSpec::Kind::kNoop;
-  } else if (absl::ConsumePrefix(&text, "cuda:") &&
-             absl::SimpleAtoi(text, &spec.cuda_ordinal) && spec.cuda_ordinal >= 0) {
+  } else if (text == "cuda:all") {
     spec.kind = DeviceSpec::Kind::kCuda;
+    spec.all_cuda = true;
+  } else if (absl::StartsWith(text, "cuda:") &&
+             ParseOrdinalList(text.substr(5), &spec.ordinals)) {
+    spec.kind = DeviceSpec::Kind::kCuda;
+  } else if (absl::StartsWith(text, "cpu:") &&
+             ParseOrdinalList(text.substr(4), &spec.ordinals)) {
+    spec.kind = DeviceSpec::Kind::kCpu;
   } else {
-    return absl::InvalidArgumentError(
-        "must be one of auto, cpu, cuda:N (N >= 0), noop");
+    return absl::InvalidArgumentError(kForms);
+  }
+  if (static_cast<int>(spec.ordinals.size()) > kMaxDevices) {
+    return absl::InvalidArgumentError(absl::StrCat("names ", spec.ordinals.size(),
+                                                   " executors; at most ", kMaxDevices));
   }
   return spec;
+}
+
+std::vector<std::string> ExecutorNames(absl::string_view kind_prefix,
+                                       const std::vector<int>& ordinals) {
+  std::vector<std::string> names;
+  std::vector<int> seen;
+  for (int ordinal : ordinals) {
+    const int before = static_cast<int>(std::count(seen.begin(), seen.end(), ordinal));
+    seen.push_back(ordinal);
+    names.push_back(before == 0 ? absl::StrCat(kind_prefix, ":", ordinal)
+                                : absl::StrCat(kind_prefix, ":", ordinal, "#", before));
+  }
+  return names;
 }
 
 bool GpuVisible() {
@@ -58,9 +100,10 @@ absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
                                             const CudaExecutorOptions& cuda_options) {
   BackendChoice choice;
 #ifdef SPECVERIFY_HAVE_CUDA_EXECUTOR
+  const int first_ordinal = spec.ordinals.empty() ? 0 : spec.ordinals.front();
   if (spec.kind == DeviceSpec::Kind::kCuda) {
-    return CreateCudaBackend(spec.cuda_ordinal, cuda_options,
-                             absl::StrCat("cuda:", spec.cuda_ordinal, ": requested"));
+    return CreateCudaBackend(first_ordinal, cuda_options,
+                             absl::StrCat("cuda:", first_ordinal, ": requested"));
   }
   if (spec.kind == DeviceSpec::Kind::kAuto && GpuVisible()) {
     absl::StatusOr<BackendChoice> cuda =
@@ -78,10 +121,9 @@ absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
       choice.reason = "noop: requested (transport ceiling, nothing verified)";
       return choice;
     case DeviceSpec::Kind::kCuda:
-      return absl::UnavailableError(absl::StrCat(
-          "--device=cuda:", spec.cuda_ordinal,
-          ": CUDA backend not built yet (this server has the cpu and noop "
-          "backends only)"));
+      return absl::UnavailableError(
+          "--device=cuda: the CUDA executor is not built into this server (it has the cpu "
+          "and noop backends only)");
     case DeviceSpec::Kind::kCpu:
     case DeviceSpec::Kind::kAuto: {
       absl::StatusOr<std::unique_ptr<CpuBackend>> cpu = CpuBackend::Create(cpu_options);
@@ -98,6 +140,78 @@ absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
     }
   }
   return absl::InternalError("unhandled device kind");
+}
+
+}  // namespace specverify::server
+
+namespace specverify::server {
+
+absl::StatusOr<DeviceBackends> CreateBackends(const DeviceSpec& spec,
+                                              const CpuBackendOptions& cpu_options,
+                                              const CudaExecutorOptions& cuda_options) {
+  DeviceBackends out;
+  std::vector<int> ordinals = spec.ordinals;
+  const bool several = ordinals.size() > 1 || spec.all_cuda;
+  if (!several) {
+    // One executor: the single-device path, named as before.
+    absl::StatusOr<BackendChoice> choice = CreateBackend(spec, cpu_options, cuda_options);
+    if (!choice.ok()) return choice.status();
+    DeviceBackend device;
+    const std::string backend = choice->backend->Describe().name;
+    if (backend == "cuda") {
+      device.cuda_ordinal = ordinals.empty() ? 0 : ordinals.front();
+      device.name = absl::StrCat("cuda:", device.cuda_ordinal);
+    } else if (backend == "cpu" && !ordinals.empty()) {
+      device.name = absl::StrCat("cpu:", ordinals.front());
+    } else {
+      device.name = backend;
+    }
+    device.backend = std::move(choice->backend);
+    out.devices.push_back(std::move(device));
+    out.reason = std::move(choice->reason);
+    return out;
+  }
+  if (spec.kind == DeviceSpec::Kind::kCpu) {
+    const std::vector<std::string> names = ExecutorNames("cpu", ordinals);
+    for (const std::string& name : names) {
+      absl::StatusOr<std::unique_ptr<CpuBackend>> cpu = CpuBackend::Create(cpu_options);
+      if (!cpu.ok()) return cpu.status();
+      out.devices.push_back(DeviceBackend{*std::move(cpu), name, -1});
+    }
+    out.reason = absl::StrCat("cpu: ", names.size(), " executors requested (",
+                              absl::StrJoin(names, ", "), ")");
+    return out;
+  }
+#ifdef SPECVERIFY_HAVE_CUDA_EXECUTOR
+  if (spec.all_cuda) {
+    absl::StatusOr<int> count = CudaDeviceCount();
+    if (!count.ok()) return count.status();
+    if (*count == 0) {
+      return absl::FailedPreconditionError("--device=cuda:all: this process sees no GPU");
+    }
+    for (int i = 0; i < std::min(*count, kMaxDevices); ++i) ordinals.push_back(i);
+  }
+  const std::vector<std::string> names = ExecutorNames("cuda", ordinals);
+  std::vector<std::string> summaries;
+  for (size_t i = 0; i < ordinals.size(); ++i) {
+    absl::StatusOr<BackendChoice> cuda =
+        CreateCudaBackend(ordinals[i], cuda_options, names[i]);
+    if (!cuda.ok()) {
+      return absl::Status(cuda.status().code(),
+                          absl::StrCat(names[i], ": ", cuda.status().message()));
+    }
+    summaries.push_back(cuda->reason);
+    out.devices.push_back(DeviceBackend{std::move(cuda->backend), names[i], ordinals[i]});
+  }
+  out.reason = absl::StrCat(spec.all_cuda ? "cuda:all" : "cuda", ": ", names.size(),
+                            " executors (", absl::StrJoin(summaries, "; "), ")");
+  return out;
+#else
+  (void)cuda_options;
+  return absl::UnavailableError(
+      "--device=cuda: the CUDA executor is not built into this server (it has the cpu and "
+      "noop backends only)");
+#endif
 }
 
 }  // namespace specverify::server

@@ -48,6 +48,9 @@ struct BatchKey {
   // Token trees (docs/TREES.md): the batch carries parent_indices and runs
   // the tree kernels; its chains travel as trees (parents -1, 0, 1, ...).
   bool tree = false;
+  // Multi-device (issue #16): the CUDA device the batch's CUDA regions live
+  // on, so it runs on an executor of that GPU; -1 when any device may run it.
+  int32_t cuda_ordinal = -1;
 
   friend bool operator==(const BatchKey&, const BatchKey&) = default;
   template <typename H>
@@ -55,7 +58,7 @@ struct BatchKey {
     return H::combine(std::move(h), k.mode, k.kv_dtype, k.row_bytes, k.vocab_size,
                       k.value_dtype, k.value_kind, k.method, k.has_draft_probs,
                       k.validate_full_rows, k.sigmoid_alpha, k.sigmoid_beta, k.kv_in_regions,
-                      k.values_in_regions, k.tree);
+                      k.values_in_regions, k.tree, k.cuda_ordinal);
   }
 };
 

@@ -32,6 +32,8 @@ v1::ExecutionPath ToWirePath(ExecutionPathLabel path) {
 // completion.
 struct Batcher::InFlight {
   std::vector<std::unique_ptr<PendingRequest>> requests;
+  int device = 0;
+  int64_t work_bytes = 0;
   absl::Time dispatched;
   int64_t arena_offset = -1;  // -1: nothing reserved
   int64_t arena_bytes = 0;
@@ -42,8 +44,10 @@ struct Batcher::InFlight {
 };
 
 absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const BatcherOptions& o) {
-  if (o.backend == nullptr || o.arena == nullptr || o.metrics == nullptr) {
-    return absl::InvalidArgumentError("BatcherOptions needs backend, arena and metrics");
+  if ((o.devices == nullptr && (o.backend == nullptr || o.arena == nullptr)) ||
+      o.metrics == nullptr) {
+    return absl::InvalidArgumentError(
+        "BatcherOptions needs devices (or a backend and an arena) and metrics");
   }
   if (o.max_batch_sequences < 1 || o.max_batch_sequences > kMaxBatchSequences) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -70,12 +74,30 @@ absl::StatusOr<std::unique_ptr<Batcher>> Batcher::Create(const BatcherOptions& o
   return std::unique_ptr<Batcher>(new Batcher(o));
 }
 
+namespace {
+
+std::unique_ptr<DeviceSet> OneDeviceSet(const BatcherOptions& o) {
+  if (o.devices != nullptr) return nullptr;
+  return std::make_unique<DeviceSet>(
+      std::vector<Device>{Device{o.backend->Describe().name, -1, o.backend, o.arena}});
+}
+
+}  // namespace
+
 Batcher::Batcher(const BatcherOptions& options)
     : options_(options),
+      own_devices_(OneDeviceSet(options)),
+      devices_(options.devices != nullptr ? options.devices : own_devices_.get()),
       clock_(options.clock != nullptr ? options.clock : RealClock::Get()),
       metrics_(options.metrics),
-      backend_packs_(options.backend->Describe().packs),
-      max_in_flight_(std::max(1, options.backend->max_batches_in_flight())) {
+      backend_packs_(devices_->at(0).backend->Describe().packs) {
+  {
+    absl::MutexLock lock(&mu_);
+    loads_.resize(devices_->size());
+    for (int d = 0; d < devices_->size(); ++d) {
+      loads_[d].max_batches = std::max(1, devices_->at(d).backend->max_batches_in_flight());
+    }
+  }
   if (options_.start_thread) thread_ = std::thread([this] { Loop(); });
 }
 
@@ -115,6 +137,12 @@ absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request, RejectRea
       return refuse(absl::UnavailableError("the backend failed; the server is stopping"),
                     RejectReason::kShutdown);
     }
+    if (request->shape.key.cuda_ordinal >= 0) {
+      if (absl::Status servable = devices_->CheckServable(request->shape.key.cuda_ordinal);
+          !servable.ok()) {
+        return refuse(std::move(servable), RejectReason::kShutdown);
+      }
+    }
     if (queued_sequences_ + n > options_.max_queue_sequences) {
       return refuse(absl::ResourceExhaustedError(absl::StrCat(
                         "queue full: ", queued_sequences_, " sequences queued + ", n,
@@ -133,13 +161,15 @@ absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request, RejectRea
                       RejectReason::kClientQueueLimit);
       }
     }
-    // Lock order: mu_, then the arena's (the arena never calls back).
-    if (absl::Status charged = options_.arena->Charge(request->client, arena_bytes);
+    // Lock order: mu_, then the quota's (it never calls back). One quota
+    // serves every device's arena.
+    if (absl::Status charged = devices_->at(0).arena->Charge(request->client, arena_bytes);
         !charged.ok()) {
       return refuse(std::move(charged), RejectReason::kClientArenaQuota);
     }
     request->arena_charge = arena_bytes;
     client_queued_[request->client] += n;
+    const int32_t request_key_ordinal = request->shape.key.cuda_ordinal;
     Queue& q = queues_[request->shape.key];
     q.sequences += n;
     q.bytes += request->shape.payload_bytes;
@@ -152,7 +182,7 @@ absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request, RejectRea
     }
     entry->second->requests.push_back(std::move(request));
     queued_sequences_ += n;
-    const bool slot_free = in_flight_ < max_in_flight_;
+    const bool slot_free = PickDeviceLocked(request_key_ordinal) >= 0;
     if (slot_free && options_.dispatch_on_enqueue) {
       // The idle path: this thread forms and dispatches, no hand-off. An
       // already-expired request is left to the loop, which answers it.
@@ -193,7 +223,7 @@ void Batcher::DequeuedLocked(Queue& q, const PendingRequest& r) {
 
 void Batcher::ReleaseArenaCharge(PendingRequest& r, int64_t kept_by_handle) {
   if (r.arena_charge > kept_by_handle) {
-    options_.arena->Uncharge(r.client, r.arena_charge - kept_by_handle);
+    devices_->at(0).arena->Uncharge(r.client, r.arena_charge - kept_by_handle);
   }
   r.arena_charge = 0;
 }
@@ -209,23 +239,47 @@ bool Batcher::ReadyLocked(const Queue& q, absl::Time now) const {
   return now - OldestArrival(q) >= options_.max_queue_delay;
 }
 
+int Batcher::PickDeviceLocked(int32_t cuda_ordinal) {
+  const int n = devices_->size();
+  int best = -1;
+  for (int k = 0; k < n; ++k) {
+    const int d = (next_device_ + k) % n;
+    const DeviceLoad& load = loads_[d];
+    if (load.batches >= load.max_batches || !devices_->in_service(d) ||
+        !devices_->Serves(d, cuda_ordinal)) {
+      continue;
+    }
+    // Strictly less: a tie keeps the first in the round from next_device_.
+    if (best < 0 || load.work_bytes < loads_[best].work_bytes ||
+        (load.work_bytes == loads_[best].work_bytes && load.batches < loads_[best].batches)) {
+      best = d;
+    }
+  }
+  return best;
+}
+
 void Batcher::FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batches) {
-  while (in_flight_ < max_in_flight_ && !backend_failed_) {
+  while (!backend_failed_) {
     Queue* best = nullptr;
     const BatchKey* best_key = nullptr;
     absl::Time best_oldest;
+    int best_device = -1;
     for (auto& [key, q] : queues_) {
       if (!ReadyLocked(q, now)) continue;
       const absl::Time oldest = OldestArrival(q);
-      if (best == nullptr || oldest < best_oldest) {
-        best = &q;
-        best_key = &key;
-        best_oldest = oldest;
-      }
+      if (best != nullptr && oldest >= best_oldest) continue;
+      // A key whose devices are all busy waits; an older one may not.
+      const int device = PickDeviceLocked(key.cuda_ordinal);
+      if (device < 0) continue;
+      best = &q;
+      best_key = &key;
+      best_oldest = oldest;
+      best_device = device;
     }
     if (best == nullptr) break;
     FormedBatch formed;
     formed.key = *best_key;
+    formed.device = best_device;
     int64_t sequences = 0;
     int64_t bytes = 0;
     // Round-robin over the key's clients, one request per client per turn.
@@ -239,6 +293,7 @@ void Batcher::FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batche
       if (!fits && !formed.requests.empty()) break;
       sequences += r.shape.num_sequences;
       bytes += r.shape.payload_bytes;
+      formed.work_bytes += r.shape.device_bytes;
       DequeuedLocked(*best, r);
       formed.requests.push_back(std::move(client->requests.front()));
       client->requests.pop_front();
@@ -251,6 +306,11 @@ void Batcher::FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batche
     }
     ++in_flight_;
     in_flight_sequences_ += sequences;
+    DeviceLoad& load = loads_[best_device];
+    ++load.batches;
+    load.work_bytes += formed.work_bytes;
+    next_device_ = (best_device + 1) % devices_->size();
+    metrics_->SetDeviceInFlightBatches(best_device, load.batches);
     batches->push_back(std::move(formed));
   }
   metrics_->SetInFlightSequences(in_flight_sequences_);
@@ -276,6 +336,12 @@ absl::Time Batcher::RunOnce() {
             status = absl::DeadlineExceededError(absl::StrCat(
                 "the deadline passed after ", absl::FormatDuration(now - r.arrival),
                 " in the queue; the request was not executed"));
+          } else if (absl::Status servable = key.cuda_ordinal >= 0
+                                                 ? devices_->CheckServable(key.cuda_ordinal)
+                                                 : absl::OkStatus();
+                     !servable.ok()) {
+            status = std::move(servable);
+            reason = RejectReason::kShutdown;
           } else if (r.is_cancelled && r.is_cancelled()) {
             status = absl::CancelledError(
                 "the client cancelled the request while it was queued");
@@ -335,6 +401,9 @@ void Batcher::Reject(std::vector<Rejection>& rejections) {
 void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
   auto flight = std::make_shared<InFlight>();
   flight->dispatched = now;
+  flight->device = formed.device;
+  flight->work_bytes = formed.work_bytes;
+  const Device& device = devices_->at(formed.device);
   auto batch = std::make_unique<Batch>();
   batch->key = formed.key;
   {
@@ -343,7 +412,7 @@ void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
   }
   const StagingShape shape = StagingShapeOf(formed.requests, formed.key);
   absl::StatusOr<std::unique_ptr<StagingLease>> staging =
-      options_.backend->AcquireStaging(shape, batch.get());
+      device.backend->AcquireStaging(shape, batch.get());
   if (!staging.ok()) {
     batch.reset();
     FailFormed(formed, staging.status(), RejectReason::kBatchTooLarge);
@@ -361,7 +430,7 @@ void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
 
   const int64_t capacity = shape.kv_bytes;
   if (backend_packs_ && capacity > 0) {
-    absl::StatusOr<int64_t> offset = options_.arena->Reserve(capacity);
+    absl::StatusOr<int64_t> offset = device.arena->Reserve(capacity);
     if (!offset.ok()) {
       batch.reset();
       FailFormed(formed,
@@ -373,13 +442,13 @@ void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
     }
     flight->arena_offset = *offset;
     flight->arena_bytes = capacity;
-    batch->packed_kv = options_.arena->memory().base() + *offset;
+    batch->packed_kv = device.arena->memory().base() + *offset;
   }
   flight->requests = std::move(formed.requests);
   // Stamped before Submit: a backend may complete the batch before Submit
   // returns.
   flight->submitted = clock_->Now();
-  options_.backend->Submit(
+  device.backend->Submit(
       std::move(batch), [this, flight](std::unique_ptr<Batch> done_batch,
                                        absl::Status status) {
         Complete(flight, std::move(done_batch), std::move(status));
@@ -392,7 +461,7 @@ void Batcher::FailFormed(FormedBatch& formed, const absl::Status& status,
   for (const auto& r : formed.requests) sequences += r->shape.num_sequences;
   {
     absl::MutexLock lock(&mu_);
-    FinishBatchLocked(sequences);
+    FinishBatchLocked(formed.device, sequences, formed.work_bytes);
   }
   cv_.Signal();
   for (auto& r : formed.requests) {
@@ -402,43 +471,68 @@ void Batcher::FailFormed(FormedBatch& formed, const absl::Status& status,
   }
 }
 
-void Batcher::FinishBatchLocked(int32_t sequences) {
+void Batcher::FinishBatchLocked(int device, int32_t sequences, int64_t work_bytes) {
   --in_flight_;
   in_flight_sequences_ -= sequences;
+  DeviceLoad& load = loads_[device];
+  --load.batches;
+  load.work_bytes -= work_bytes;
   wake_ = true;
   metrics_->SetInFlightSequences(in_flight_sequences_);
+  metrics_->SetDeviceInFlightBatches(device, load.batches);
+}
+
+absl::Status Batcher::OnBatchFailed(int device, const absl::Status& status) {
+  const absl::Status health = devices_->at(device).backend->health();
+  const bool fatal = !health.ok();
+  const absl::Status answer =
+      status.code() == absl::StatusCode::kUnavailable ||
+              status.code() == absl::StatusCode::kResourceExhausted
+          ? status
+          : absl::InternalError(
+                absl::StrCat(devices_->size() > 1 ? absl::StrCat("device ", devices_->at(device).name,
+                                                                 ": ")
+                                                  : std::string(),
+                             "the backend failed the batch: ", status.message()));
+  if (!fatal || !devices_->TakeOutOfService(device, health)) return answer;
+  // First report of this device's fault: count it, then decide whether the
+  // server goes on. Reported before the requests are answered, so health
+  // says NOT_SERVING (or the device is listed out) by the time a client
+  // sees INTERNAL.
+  metrics_->OnDeviceError(device);
+  metrics_->SetDeviceInService(device, false);
+  const bool stop = options_.stop_on_device_failure || devices_->in_service_count() == 0;
+  bool first_stop = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (stop && !backend_failed_) {
+      backend_failed_ = true;
+      first_stop = true;
+    }
+    wake_ = true;  // requests pinned to this device are answered by the loop
+  }
+  cv_.Signal();
+  if (first_stop) {
+    if (options_.on_backend_failure) options_.on_backend_failure(devices_->status(device));
+  } else if (!stop && options_.on_device_failure) {
+    options_.on_device_failure(device, devices_->status(device));
+  }
+  return answer;
 }
 
 void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> batch,
                        absl::Status status) {
   const absl::Time completed = clock_->Now();
-  KvArena& arena = *options_.arena;
+  KvArena& arena = *devices_->at(flight->device).arena;
   if (!status.ok()) {
     if (flight->arena_offset >= 0) arena.Free(flight->arena_offset, flight->arena_bytes);
     batch.reset();  // the backend's staging goes back before the slot does
-    const absl::Status backend_health = options_.backend->health();
-    const bool fatal = !backend_health.ok();
-    const absl::Status answer =
-        status.code() == absl::StatusCode::kUnavailable ||
-                status.code() == absl::StatusCode::kResourceExhausted
-            ? status
-            : absl::InternalError(absl::StrCat("the backend failed the batch: ",
-                                               status.message()));
-    bool first_failure = false;
+    const absl::Status answer = OnBatchFailed(flight->device, status);
     {
       absl::MutexLock lock(&mu_);
-      FinishBatchLocked(flight->sequences);
-      if (fatal && !backend_failed_) {
-        backend_failed_ = true;
-        first_failure = true;
-      }
+      FinishBatchLocked(flight->device, flight->sequences, flight->work_bytes);
     }
     cv_.Signal();
-    // Report first, so health is NOT_SERVING by the time a client sees INTERNAL.
-    if (first_failure) {
-      metrics_->OnDeviceError();
-      if (options_.on_backend_failure) options_.on_backend_failure(backend_health);
-    }
     for (auto& r : flight->requests) {
       ReleaseArenaCharge(*r);
       r->done(answer);
@@ -483,6 +577,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
     timing->set_batch_sequences(flight->sequences);
     timing->set_batch_requests(batch_requests);
     timing->set_path(ToWirePath(batch->path));
+    timing->set_device(flight->device);
     timing->set_device_ns(absl::ToInt64Nanoseconds(batch->device_time));
     timing->set_host_copy_in_bytes(r->host_copy_in_bytes);
     timing->set_submit_ns(absl::ToInt64Nanoseconds(flight->submitted - r->arrival));
@@ -549,6 +644,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   }
 
   BatchReport report;
+  report.device = flight->device;
   report.path = batch->path;
   report.sequences = flight->sequences;
   report.requests = batch_requests;
@@ -569,7 +665,7 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
   batch.reset();  // staging back to the backend before the in-flight slot
   {
     absl::MutexLock lock(&mu_);
-    FinishBatchLocked(flight->sequences);
+    FinishBatchLocked(flight->device, flight->sequences, flight->work_bytes);
   }
   cv_.Signal();
   for (auto& [request, answer] : answers) request->done(std::move(answer));
@@ -662,6 +758,11 @@ int64_t Batcher::queued_sequences(const std::string& client) {
 int Batcher::in_flight_batches() {
   absl::MutexLock lock(&mu_);
   return in_flight_;
+}
+
+int Batcher::in_flight_batches(int device) {
+  absl::MutexLock lock(&mu_);
+  return loads_[device].batches;
 }
 
 }  // namespace specverify::server

@@ -22,6 +22,17 @@
 // arena's per-client quota is charged with a request's row upper bound from
 // enqueue until it finishes (kv_arena.h).
 //
+// Devices (issue #16): the batcher feeds every executor of a DeviceSet. Each
+// device has its own in-flight slots (its backend's max_batches_in_flight);
+// a formed batch goes to the device in service with the least work in flight
+// (the bytes its batches read, ValidatedRequest::device_bytes; ties go round
+// the devices), among those its key allows (a batch whose CUDA regions live
+// on one GPU runs there). A device whose backend reports a sticky fault is
+// taken out of service: its running batches are answered INTERNAL, later
+// batches go to the others, and requests only it could run are answered
+// FAILED_PRECONDITION. The server stops (on_backend_failure) when no device
+// is left, or at the first fault with stop_on_device_failure.
+//
 // Where dispatch runs: on the thread that enqueued the request when a slot is
 // free (no hand-off to another thread on the idle path), else on the
 // batcher's thread when a completion frees a slot or a timer fires. Dispatch
@@ -67,6 +78,7 @@
 #include "server/backend/backend.h"
 #include "server/batcher/pending_request.h"
 #include "server/common/clock.h"
+#include "server/devices/device_set.h"
 #include "server/metrics/server_metrics.h"
 
 namespace specverify::server {
@@ -82,8 +94,10 @@ struct BatcherOptions {
   // Sequences one client may have queued; 0 = no limit but the global one.
   int32_t max_queued_sequences_per_client = 0;
 
-  Backend* backend = nullptr;       // required
-  KvArena* arena = nullptr;         // required
+  // The executors: `devices`, or else the one device {backend, arena}.
+  DeviceSet* devices = nullptr;
+  Backend* backend = nullptr;
+  KvArena* arena = nullptr;
   ServerMetrics* metrics = nullptr; // required
   Clock* clock = nullptr;           // RealClock when null
   // False in unit tests: they call RunOnce() themselves.
@@ -91,9 +105,13 @@ struct BatcherOptions {
   // Enqueue dispatches on the caller's thread when a slot is free. False in
   // unit tests that stage queues before calling RunOnce().
   bool dispatch_on_enqueue = true;
-  // Called once (on a backend thread) when the backend reports a sticky
-  // failure; the server stops serving.
+  // Called once (on a backend thread) when the last device in service (or,
+  // with stop_on_device_failure, any device) reports a sticky failure; the
+  // server stops serving.
   std::function<void(const absl::Status&)> on_backend_failure;
+  // Called once per device taken out of service while others go on.
+  std::function<void(int device, const absl::Status&)> on_device_failure;
+  bool stop_on_device_failure = false;
 };
 
 class Batcher {
@@ -127,9 +145,11 @@ class Batcher {
   void Stop();
 
   int64_t queued_sequences();
+  const DeviceSet& devices() const { return *devices_; }
   // Sequences `client` has queued now.
   int64_t queued_sequences(const std::string& client);
   int in_flight_batches();
+  int in_flight_batches(int device);
 
  private:
   // One client's requests under one batch key, oldest first.
@@ -154,7 +174,15 @@ class Batcher {
   };
   struct FormedBatch {
     BatchKey key;
+    int device = 0;
+    int64_t work_bytes = 0;  // sum of device_bytes
     std::vector<std::unique_ptr<PendingRequest>> requests;
+  };
+  // One device's batches in flight.
+  struct DeviceLoad {
+    int max_batches = 1;
+    int batches = 0;
+    int64_t work_bytes = 0;
   };
   struct InFlight;
 
@@ -176,15 +204,24 @@ class Batcher {
   void FailFormed(FormedBatch& formed, const absl::Status& status, RejectReason reason);
   void Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> batch,
                 absl::Status status);
-  void FinishBatchLocked(int32_t sequences) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void FinishBatchLocked(int device, int32_t sequences, int64_t work_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The device in service with a free slot and the least work in flight
+  // that may run a batch pinned to `cuda_ordinal`; -1 when none.
+  int PickDeviceLocked(int32_t cuda_ordinal) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A batch failed on `device`: takes the device out when its backend
+  // reports a sticky fault; returns the status the requests get.
+  absl::Status OnBatchFailed(int device, const absl::Status& status);
   void Reject(std::vector<Rejection>& rejections);
   void Wake();
 
   const BatcherOptions options_;
+  // {backend, arena} as a one-device set when no DeviceSet was given.
+  const std::unique_ptr<DeviceSet> own_devices_;
+  DeviceSet* const devices_;
   Clock* const clock_;
   ServerMetrics* const metrics_;
   const bool backend_packs_;
-  const int max_in_flight_;
 
   absl::Mutex mu_;
   absl::CondVar cv_;
@@ -194,7 +231,9 @@ class Batcher {
   // it has none queued, so its size is bounded by the queue, not by how many
   // clients ever connected.
   absl::flat_hash_map<std::string, int64_t> client_queued_ ABSL_GUARDED_BY(mu_);
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // all devices
+  std::vector<DeviceLoad> loads_ ABSL_GUARDED_BY(mu_);
+  int next_device_ ABSL_GUARDED_BY(mu_) = 0;  // where a tie starts
   int64_t in_flight_sequences_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_batch_id_ ABSL_GUARDED_BY(mu_) = 1;
   bool wake_ ABSL_GUARDED_BY(mu_) = false;

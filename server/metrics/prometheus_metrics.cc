@@ -231,19 +231,16 @@ void PrometheusServerMetrics::BuildSeries() {
                       .Register(r)
                       .Add({}, queue_delay_buckets_);
 
-  auto& batches = prometheus::BuildCounter()
-                      .Name("specverify_batches_total")
-                      .Help("Batches executed, by the execution path the dispatcher chose.")
-                      .Register(r);
-  auto& device_time = prometheus::BuildHistogram()
-                          .Name("specverify_batch_device_seconds")
-                          .Help("Device (kernel, or CPU backend) time of one batch, by "
-                                "execution path.")
-                          .Register(r);
-  for (int i = 0; i < kExecutionPaths; ++i) {
-    batches_[i] = &batches.Add({{"path", kPathNames[i]}});
-    device_time_[i] = &device_time.Add({{"path", kPathNames[i]}}, kDeviceSeconds);
-  }
+  batches_family_ = &prometheus::BuildCounter()
+                        .Name("specverify_batches_total")
+                        .Help("Batches executed, by device and by the execution path the "
+                              "dispatcher chose.")
+                        .Register(r);
+  device_time_family_ = &prometheus::BuildHistogram()
+                             .Name("specverify_batch_device_seconds")
+                             .Help("Device (kernel, or CPU backend) time of one batch, by "
+                                   "device and execution path.")
+                             .Register(r);
   batch_sequences_ = &prometheus::BuildHistogram()
                           .Name("specverify_batch_size_sequences")
                           .Help("Sequences per executed batch.")
@@ -310,38 +307,45 @@ void PrometheusServerMetrics::BuildSeries() {
                                     "answered.")
                               .Register(r)
                               .Add({});
-  arena_largest_free_extent_bytes_ = &prometheus::BuildGauge()
-                                         .Name("specverify_kv_arena_largest_free_extent_bytes")
-                                         .Help("Largest KV arena reservation that would still "
-                                               "succeed in one piece; far below the free bytes "
-                                               "means fragmentation.")
-                                         .Register(r)
-                                         .Add({});
-  arena_used_bytes_ = &prometheus::BuildGauge()
-                           .Name("specverify_kv_arena_used_bytes")
-                           .Help("KV arena bytes held by live handles.")
-                           .Register(r)
-                           .Add({});
-  arena_capacity_bytes_ = &prometheus::BuildGauge()
-                               .Name("specverify_kv_arena_capacity_bytes")
-                               .Help("KV arena bytes reserved at start-up.")
-                               .Register(r)
-                               .Add({});
-  live_handles_ = &prometheus::BuildGauge()
-                       .Name("specverify_kv_live_handles")
-                       .Help("KV handles neither released nor expired.")
-                       .Register(r)
-                       .Add({});
+  arena_largest_free_family_ = &prometheus::BuildGauge()
+                                   .Name("specverify_kv_arena_largest_free_extent_bytes")
+                                   .Help("Largest KV arena reservation that would still "
+                                         "succeed in one piece, per device; far below the "
+                                         "free bytes means fragmentation.")
+                                   .Register(r);
+  arena_used_family_ = &prometheus::BuildGauge()
+                            .Name("specverify_kv_arena_used_bytes")
+                            .Help("KV arena bytes held by live handles and running batches, "
+                                  "per device.")
+                            .Register(r);
+  arena_capacity_family_ = &prometheus::BuildGauge()
+                                .Name("specverify_kv_arena_capacity_bytes")
+                                .Help("KV arena bytes reserved at start-up, per device.")
+                                .Register(r);
+  live_handles_family_ = &prometheus::BuildGauge()
+                              .Name("specverify_kv_live_handles")
+                              .Help("KV handles neither released nor expired, per device.")
+                              .Register(r);
   handles_expired_ = &prometheus::BuildCounter()
                           .Name("specverify_kv_handles_expired_total")
                           .Help("KV handles freed by their TTL (not by ReleaseKv).")
                           .Register(r)
                           .Add({});
-  device_errors_ = &prometheus::BuildCounter()
-                        .Name("specverify_device_errors_total")
-                        .Help("Device (CUDA) errors; the server stops serving after one.")
-                        .Register(r)
-                        .Add({});
+  device_errors_family_ = &prometheus::BuildCounter()
+                               .Name("specverify_device_errors_total")
+                               .Help("Device (CUDA) errors, per device; the device is out of "
+                                     "service after one.")
+                               .Register(r);
+  device_in_service_family_ = &prometheus::BuildGauge()
+                                   .Name("specverify_device_in_service")
+                                   .Help("1 while the device takes batches; 0 once a fault "
+                                         "took it out of service.")
+                                   .Register(r);
+  device_in_flight_family_ = &prometheus::BuildGauge()
+                                  .Name("specverify_device_in_flight_batches")
+                                  .Help("Batches submitted to the device and not yet "
+                                        "completed.")
+                                  .Register(r);
   serving_ = &prometheus::BuildGauge()
                   .Name("specverify_serving")
                   .Help("1 while the gRPC health status is SERVING; 0 while starting, "
@@ -403,6 +407,36 @@ void PrometheusServerMetrics::SetIdentity(const ServerIdentity& identity) {
   build_info_->Set(1);
 }
 
+void PrometheusServerMetrics::SetDevices(const std::vector<std::string>& names) {
+  absl::MutexLock lock(&devices_mu_);
+  if (device_count_.load(std::memory_order_relaxed) > 0) return;  // once
+  const int n = std::min<int>(static_cast<int>(names.size()), kMaxDevices);
+  for (int d = 0; d < n; ++d) {
+    const prometheus::Labels device = {{"device", names[d]}};
+    DeviceSeries& series = devices_[d];
+    for (int i = 0; i < kExecutionPaths; ++i) {
+      prometheus::Labels labels = device;
+      labels.emplace("path", kPathNames[i]);
+      series.batches[i] = &batches_family_->Add(labels);
+      series.device_time[i] = &device_time_family_->Add(labels, kDeviceSeconds);
+    }
+    series.arena_used_bytes = &arena_used_family_->Add(device);
+    series.arena_capacity_bytes = &arena_capacity_family_->Add(device);
+    series.arena_largest_free_extent_bytes = &arena_largest_free_family_->Add(device);
+    series.live_handles = &live_handles_family_->Add(device);
+    series.device_errors = &device_errors_family_->Add(device);
+    series.in_service = &device_in_service_family_->Add(device);
+    series.in_service->Set(1);
+    series.in_flight_batches = &device_in_flight_family_->Add(device);
+  }
+  device_count_.store(n, std::memory_order_release);
+}
+
+const PrometheusServerMetrics::DeviceSeries* PrometheusServerMetrics::Device(int device) const {
+  if (device < 0 || device >= device_count_.load(std::memory_order_acquire)) return nullptr;
+  return &devices_[device];
+}
+
 void PrometheusServerMetrics::OnRequestFinished(RpcMethod method, absl::StatusCode code,
                                                 absl::Duration latency) {
   const int m = static_cast<int>(method);
@@ -423,9 +457,9 @@ void PrometheusServerMetrics::OnQueueDelay(absl::Duration delay) {
 
 void PrometheusServerMetrics::OnBatchExecuted(const BatchReport& report) {
   const int p = static_cast<int>(report.path);
-  if (p >= 0 && p < kExecutionPaths) {
-    batches_[p]->Increment();
-    device_time_[p]->Observe(Seconds(report.device_time));
+  if (const DeviceSeries* d = Device(report.device); d != nullptr && p >= 0 && p < kExecutionPaths) {
+    d->batches[p]->Increment();
+    d->device_time[p]->Observe(Seconds(report.device_time));
   }
   batch_sequences_->Observe(static_cast<double>(report.sequences));
   batch_requests_->Observe(static_cast<double>(report.requests));
@@ -449,11 +483,13 @@ void PrometheusServerMetrics::SetInFlightSequences(int64_t sequences) {
   in_flight_sequences_->Set(static_cast<double>(sequences));
 }
 
-void PrometheusServerMetrics::SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
-                                            int64_t live_handles) {
-  arena_used_bytes_->Set(static_cast<double>(used_bytes));
-  arena_capacity_bytes_->Set(static_cast<double>(capacity_bytes));
-  live_handles_->Set(static_cast<double>(live_handles));
+void PrometheusServerMetrics::SetArenaUsage(int device, int64_t used_bytes,
+                                            int64_t capacity_bytes, int64_t live_handles) {
+  const DeviceSeries* d = Device(device);
+  if (d == nullptr) return;
+  d->arena_used_bytes->Set(static_cast<double>(used_bytes));
+  d->arena_capacity_bytes->Set(static_cast<double>(capacity_bytes));
+  d->live_handles->Set(static_cast<double>(live_handles));
 }
 
 void PrometheusServerMetrics::OnHandlesExpired(int64_t count) {
@@ -464,11 +500,25 @@ void PrometheusServerMetrics::OnPayloadHostCopy(HostCopyDirection direction, int
   if (bytes > 0) host_copy_bytes_[static_cast<int>(direction)]->Increment(static_cast<double>(bytes));
 }
 
-void PrometheusServerMetrics::SetArenaLargestFreeExtent(int64_t bytes) {
-  arena_largest_free_extent_bytes_->Set(static_cast<double>(bytes));
+void PrometheusServerMetrics::SetArenaLargestFreeExtent(int device, int64_t bytes) {
+  if (const DeviceSeries* d = Device(device); d != nullptr) {
+    d->arena_largest_free_extent_bytes->Set(static_cast<double>(bytes));
+  }
 }
 
-void PrometheusServerMetrics::OnDeviceError() { device_errors_->Increment(); }
+void PrometheusServerMetrics::OnDeviceError(int device) {
+  if (const DeviceSeries* d = Device(device); d != nullptr) d->device_errors->Increment();
+}
+
+void PrometheusServerMetrics::SetDeviceInService(int device, bool in_service) {
+  if (const DeviceSeries* d = Device(device); d != nullptr) d->in_service->Set(in_service ? 1 : 0);
+}
+
+void PrometheusServerMetrics::SetDeviceInFlightBatches(int device, int64_t batches) {
+  if (const DeviceSeries* d = Device(device); d != nullptr) {
+    d->in_flight_batches->Set(static_cast<double>(batches));
+  }
+}
 
 void PrometheusServerMetrics::SetRegionUsage(const RegionUsage& usage) {
   regions_[0]->Set(static_cast<double>(usage.system_regions));

@@ -14,6 +14,7 @@
 #define SPECVERIFY_SERVER_METRICS_PROMETHEUS_METRICS_H_
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -81,6 +82,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
 
   // ServerMetrics.
   void SetIdentity(const ServerIdentity& identity) override;
+  void SetDevices(const std::vector<std::string>& names) override;
   void OnRequestFinished(RpcMethod method, absl::StatusCode code,
                          absl::Duration latency) override;
   void OnRequestRejected(RejectReason reason) override;
@@ -88,12 +90,14 @@ class PrometheusServerMetrics final : public ServerMetrics {
   void OnBatchExecuted(const BatchReport& report) override;
   void SetQueuedSequences(int64_t sequences) override;
   void SetInFlightSequences(int64_t sequences) override;
-  void SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
+  void SetArenaUsage(int device, int64_t used_bytes, int64_t capacity_bytes,
                      int64_t live_handles) override;
   void OnHandlesExpired(int64_t count) override;
   void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) override;
-  void SetArenaLargestFreeExtent(int64_t bytes) override;
-  void OnDeviceError() override;
+  void SetArenaLargestFreeExtent(int device, int64_t bytes) override;
+  void OnDeviceError(int device) override;
+  void SetDeviceInService(int device, bool in_service) override;
+  void SetDeviceInFlightBatches(int device, int64_t batches) override;
   void SetServing(bool serving) override;
   void SetRegionUsage(const RegionUsage& usage) override;
   void SetRegionRequestsInFlight(int64_t requests) override;
@@ -103,6 +107,23 @@ class PrometheusServerMetrics final : public ServerMetrics {
   static constexpr int kStatusCodes = 17;     // absl::StatusCode 0..16
   static constexpr int kRejectReasons = 9;    // RejectReason's enumerators
   static constexpr int kExecutionPaths = 5;   // ExecutionPathLabel's enumerators
+  // Executors one server may drive (server/devices/device_set.h's limit).
+  static constexpr int kMaxDevices = 16;
+
+  // The series labelled by device, created by SetDevices.
+  struct DeviceSeries {
+    std::array<prometheus::Counter*, kExecutionPaths> batches{};
+    std::array<prometheus::Histogram*, kExecutionPaths> device_time{};
+    prometheus::Gauge* arena_used_bytes = nullptr;
+    prometheus::Gauge* arena_capacity_bytes = nullptr;
+    prometheus::Gauge* arena_largest_free_extent_bytes = nullptr;
+    prometheus::Gauge* live_handles = nullptr;
+    prometheus::Counter* device_errors = nullptr;
+    prometheus::Gauge* in_service = nullptr;
+    prometheus::Gauge* in_flight_batches = nullptr;
+  };
+  // The device's series, or null for an index SetDevices did not name.
+  const DeviceSeries* Device(int device) const;
 
   explicit PrometheusServerMetrics(const PrometheusMetricsOptions& options);
 
@@ -121,8 +142,20 @@ class PrometheusServerMetrics final : public ServerMetrics {
   std::array<prometheus::Histogram*, kRpcMethods> request_latency_{};
   std::array<prometheus::Counter*, kRejectReasons> rejected_{};
   prometheus::Histogram* queue_delay_ = nullptr;
-  std::array<prometheus::Counter*, kExecutionPaths> batches_{};
-  std::array<prometheus::Histogram*, kExecutionPaths> device_time_{};
+  prometheus::Family<prometheus::Counter>* batches_family_ = nullptr;
+  prometheus::Family<prometheus::Histogram>* device_time_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* arena_used_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* arena_capacity_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* arena_largest_free_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* live_handles_family_ = nullptr;
+  prometheus::Family<prometheus::Counter>* device_errors_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* device_in_service_family_ = nullptr;
+  prometheus::Family<prometheus::Gauge>* device_in_flight_family_ = nullptr;
+  // Filled once by SetDevices, then published by device_count_ (release):
+  // an event reads its entry without a lock.
+  std::array<DeviceSeries, kMaxDevices> devices_{};
+  std::atomic<int> device_count_{0};
+  absl::Mutex devices_mu_;  // serializes SetDevices
   prometheus::Histogram* batch_sequences_ = nullptr;
   prometheus::Histogram* batch_requests_ = nullptr;
   prometheus::Histogram* batch_bytes_ = nullptr;
@@ -136,12 +169,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
   std::array<prometheus::Counter*, 2> host_copy_bytes_{};  // HostCopyDirection
   prometheus::Gauge* queued_sequences_ = nullptr;
   prometheus::Gauge* in_flight_sequences_ = nullptr;
-  prometheus::Gauge* arena_used_bytes_ = nullptr;
-  prometheus::Gauge* arena_capacity_bytes_ = nullptr;
-  prometheus::Gauge* arena_largest_free_extent_bytes_ = nullptr;
-  prometheus::Gauge* live_handles_ = nullptr;
   prometheus::Counter* handles_expired_ = nullptr;
-  prometheus::Counter* device_errors_ = nullptr;
   prometheus::Gauge* serving_ = nullptr;
   // By kind: [0] system, [1] cuda.
   std::array<prometheus::Gauge*, 2> regions_{};

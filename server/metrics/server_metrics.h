@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -51,6 +52,7 @@ enum class RejectReason {
 enum class ExecutionPathLabel { kFused, kTwoStep, kCpu, kNoop, kSampling };
 
 struct BatchReport {
+  int device = 0;  // index into SetDevices' names
   ExecutionPathLabel path = ExecutionPathLabel::kCpu;
   int32_t sequences = 0;
   int32_t requests = 0;
@@ -86,6 +88,11 @@ class ServerMetrics {
   virtual ~ServerMetrics() = default;
 
   virtual void SetIdentity(const ServerIdentity& identity) = 0;
+  // The server's devices (executors), by index: "cuda:0", "cuda:1", "cpu".
+  // Their names are the `device` label of the per-device series (low
+  // cardinality: one per executor). Called once at start-up, before any
+  // per-device event; events for an index it did not name are dropped.
+  virtual void SetDevices(const std::vector<std::string>& names) = 0;
   // One finished call: unary RPCs once, VerifyStream once per request on it.
   // `latency` is server-side, arrival to response handed to gRPC.
   virtual void OnRequestFinished(RpcMethod method, absl::StatusCode code,
@@ -97,19 +104,25 @@ class ServerMetrics {
   virtual void OnBatchExecuted(const BatchReport& report) = 0;
   virtual void SetQueuedSequences(int64_t sequences) = 0;
   virtual void SetInFlightSequences(int64_t sequences) = 0;
-  virtual void SetArenaUsage(int64_t used_bytes, int64_t capacity_bytes,
+  // Per device (its KV arena).
+  virtual void SetArenaUsage(int device, int64_t used_bytes, int64_t capacity_bytes,
                              int64_t live_handles) = 0;
   virtual void OnHandlesExpired(int64_t count) = 0;
   // The largest request the arena could still take in one piece
   // (fragmentation: free bytes may be many times this). Reported every reap
   // interval and whenever a reservation fails, not per batch: it walks the
   // free list.
-  virtual void SetArenaLargestFreeExtent(int64_t bytes) = 0;
+  virtual void SetArenaLargestFreeExtent(int device, int64_t bytes) = 0;
   // Payload bytes copied on the host (per batch, or per FetchKv chunk): the
   // data plane's copy count, one each way by design.
   virtual void OnPayloadHostCopy(HostCopyDirection direction, int64_t bytes) = 0;
-  // A device (CUDA) error: the server stops serving after this.
-  virtual void OnDeviceError() = 0;
+  // A device (CUDA) error: the device is out of service after this (and the
+  // server stops serving when it was the last one, or by flag).
+  virtual void OnDeviceError(int device) = 0;
+  // True while the device takes batches; false once a fault took it out.
+  virtual void SetDeviceInService(int device, bool in_service) = 0;
+  // Batches submitted to the device and not yet completed, on every change.
+  virtual void SetDeviceInFlightBatches(int device, int64_t batches) = 0;
   // On every register / unregister.
   virtual void SetRegionUsage(const RegionUsage& usage) = 0;
   // Requests holding a region (queued or running), on every change: per
@@ -125,17 +138,20 @@ class ServerMetrics {
 class NoopServerMetrics : public ServerMetrics {
  public:
   void SetIdentity(const ServerIdentity&) override {}
+  void SetDevices(const std::vector<std::string>&) override {}
   void OnRequestFinished(RpcMethod, absl::StatusCode, absl::Duration) override {}
   void OnRequestRejected(RejectReason) override {}
   void OnQueueDelay(absl::Duration) override {}
   void OnBatchExecuted(const BatchReport&) override {}
   void SetQueuedSequences(int64_t) override {}
   void SetInFlightSequences(int64_t) override {}
-  void SetArenaUsage(int64_t, int64_t, int64_t) override {}
+  void SetArenaUsage(int, int64_t, int64_t, int64_t) override {}
   void OnHandlesExpired(int64_t) override {}
-  void SetArenaLargestFreeExtent(int64_t) override {}
+  void SetArenaLargestFreeExtent(int, int64_t) override {}
   void OnPayloadHostCopy(HostCopyDirection, int64_t) override {}
-  void OnDeviceError() override {}
+  void OnDeviceError(int) override {}
+  void SetDeviceInService(int, bool) override {}
+  void SetDeviceInFlightBatches(int, int64_t) override {}
   void SetRegionUsage(const RegionUsage&) override {}
   void SetRegionRequestsInFlight(int64_t) override {}
   void SetServing(bool) override {}

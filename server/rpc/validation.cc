@@ -132,6 +132,7 @@ struct SampledShape {
   float beta = 0;
   bool in_region = false;   // rows in a registered region, not inline
   int64_t value_bytes = 0;  // inline rows only: what is staged
+  int64_t read_bytes = 0;   // the rows the device reads, inline or in a region
 };
 
 bool IsValueDtype(int dtype) {
@@ -221,6 +222,7 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
     sh.has_draft = true;
     sh.value_bytes += int64_t{gamma} * sh.vocab * elem;
   }
+  sh.read_bytes = sh.value_bytes;
   if (sh.in_region) sh.value_bytes = 0;
   if (seq.vocab_size() != 0 && seq.vocab_size() != sh.vocab) {
     return Invalid(absl::StrCat(Seq(i), ".vocab_size is ", seq.vocab_size(),
@@ -478,6 +480,7 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
       }
       // Rows, one SequenceSamplingParams and the outcome's greedy target tokens.
       out.payload_bytes += sh->value_bytes + int64_t{sizeof(SequenceSamplingParams)};
+      out.device_bytes += sh->read_bytes;
     }
     absl::StatusOr<KvShape> kv = CheckDraftKv(seq, i, gamma);
     if (!kv.ok()) return kv.status();
@@ -505,6 +508,7 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
     out.total_draft_rows += gamma;
     out.payload_bytes += int64_t{4} * (2 * gamma + 1) + (kv->in_region ? 0 : kv->row_bytes * gamma);
     if (tree) out.payload_bytes += int64_t{4} * gamma;  // parent_indices
+    out.device_bytes += int64_t{4} * (2 * gamma + 1) + kv->row_bytes * gamma;
   }
   out.kv_row_bytes = first_kv.row_bytes;
   out.kv_dtype = first_kv.dtype;

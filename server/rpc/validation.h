@@ -46,6 +46,9 @@ struct ValidatedRequest {
   int32_t num_sequences = 0;
   int64_t total_draft_rows = 0;  // sum of gamma
   int64_t payload_bytes = 0;     // tokens + staged (inline) KV and distribution bytes
+  // What the device reads for it, inline or in regions: the batcher's
+  // measure of a device's work in flight (issue #16, least-loaded dispatch).
+  int64_t device_bytes = 0;
   int64_t kv_row_bytes = 0;      // row_bytes of the request's KV, 0 if none
   int32_t kv_dtype = 0;
 };

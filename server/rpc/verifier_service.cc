@@ -428,8 +428,11 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  private:
   absl::Status Start(const v1::FetchKvRequest& request) {
     if (absl::Status s = ValidateFetchKvRequest(request); !s.ok()) return s;
+    absl::StatusOr<KvArena*> arena = service_.options().devices->ArenaForHandle(request.handle());
+    if (!arena.ok()) return arena.status();
+    arena_ = *arena;
     absl::StatusOr<std::shared_ptr<const KvRegion>> region =
-        service_.options().arena->Lookup(request.handle(), caller_);
+        arena_->Lookup(request.handle(), caller_);
     if (!region.ok()) return region.status();
     region_ = *std::move(region);
     const int64_t rows = region_->num_rows();
@@ -490,7 +493,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     region_.reset();
     absl::Status final_status = status;
     if (status.ok() && release_after_) {
-      absl::StatusOr<int64_t> released = service_.options().arena->Release(handle_, caller_);
+      absl::StatusOr<int64_t> released = arena_->Release(handle_, caller_);
       // Expired between the last chunk and now: the rows were delivered.
       if (!released.ok() && released.status().code() != absl::StatusCode::kNotFound) {
         final_status = released.status();
@@ -507,6 +510,7 @@ class FetchKvReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   const std::string caller_;  // the peer identity (mTLS), empty otherwise
   std::string handle_;
   bool release_after_ = false;
+  KvArena* arena_ = nullptr;  // the arena of the handle's device
   std::shared_ptr<const KvRegion> region_;
   int64_t begin_ = 0;
   int64_t total_ = 0;
@@ -556,6 +560,26 @@ void FillRegionStatuses(const std::vector<RegionStatusRow>& rows,
   }
 }
 
+// The GPU a request's CUDA regions pin it to (-1: none, any device may run
+// it). INVALID_ARGUMENT when they live on two GPUs: one batch runs on one.
+absl::StatusOr<int32_t> CudaOrdinalOf(const ResolvedRegions& regions) {
+  int32_t ordinal = -1;
+  const Region* first = nullptr;
+  for (const RegionUse& use : regions.uses) {
+    const int32_t device = use->device_ordinal();
+    if (device < 0) continue;
+    if (first != nullptr && device != ordinal) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the request's CUDA regions live on two GPUs: ", EchoForMessage(first->spec().name),
+          " on cuda:", ordinal, " and ", EchoForMessage(use->spec().name), " on cuda:", device,
+          "; a request's CUDA regions must share one GPU"));
+    }
+    first = use.get();
+    ordinal = device;
+  }
+  return ordinal;
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -589,6 +613,14 @@ absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
                 : ResolveRegionRefs(*pending->request, *options_.regions, pending->owner);
         if (regions.ok()) {
           pending->regions = *std::move(regions);
+          if (options_.devices->size() > 1) {
+            absl::StatusOr<int32_t> ordinal = CudaOrdinalOf(pending->regions);
+            if (ordinal.ok()) {
+              pending->shape.key.cuda_ordinal = *ordinal;
+            } else {
+              status = ordinal.status();
+            }
+          }
         } else {
           status = regions.status();
         }
@@ -683,9 +715,13 @@ grpc::ServerUnaryReactor* VerifierService::ReleaseKv(grpc::CallbackServerContext
   v1::ReleaseKvRequest request;
   absl::Status status = ParseUnaryRequest(context, *raw_request, &request);
   if (status.ok()) status = ValidateHandleField(request.handle());
+  absl::StatusOr<KvArena*> arena = absl::InternalError("unset");
   if (status.ok()) {
-    absl::StatusOr<int64_t> released =
-        options_.arena->Release(request.handle(), CallerIdentity(context));
+    arena = options_.devices->ArenaForHandle(request.handle());
+    status = arena.status();
+  }
+  if (status.ok()) {
+    absl::StatusOr<int64_t> released = (*arena)->Release(request.handle(), CallerIdentity(context));
     if (released.ok()) {
       v1::ReleaseKvResponse response;
       response.set_released_bytes(*released);
@@ -708,13 +744,19 @@ grpc::ServerUnaryReactor* VerifierService::GetServerInfo(
   v1::GetServerInfoRequest request;
   absl::Status status = ParseUnaryRequest(context, *raw_request, &request);
   if (status.ok()) {
-    if (options_.regions == nullptr) {
-      status = SerializeMessage(options_.info, raw_response);
-    } else {
-      v1::ServerInfo info = options_.info;
+    v1::ServerInfo info = options_.info;
+    if (options_.regions != nullptr) {
       FillRegionStatuses(options_.regions->List(CallerIdentity(context)), info.mutable_regions());
-      status = SerializeMessage(info, raw_response);
     }
+    const DeviceSet& devices = *options_.devices;
+    for (v1::DeviceInfo& device : *info.mutable_devices()) {
+      if (device.index() < 0 || device.index() >= devices.size()) continue;
+      device.set_in_service(devices.in_service(device.index()));
+      if (!device.in_service()) {
+        device.set_out_of_service_reason(std::string(devices.status(device.index()).message()));
+      }
+    }
+    status = SerializeMessage(info, raw_response);
   }
   options_.metrics->OnRequestFinished(RpcMethod::kGetServerInfo, status.code(),
                                       clock_->Now() - arrival);

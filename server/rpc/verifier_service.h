@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "server/arena/kv_arena.h"
+#include "server/devices/device_set.h"
 #include "server/batcher/batcher.h"
 #include "server/regions/region_registry.h"
 #include "server/common/clock.h"
@@ -38,7 +39,9 @@ struct VerifierServiceOptions {
   int64_t max_stream_buffered_answers = 64;
   v1::ServerInfo info;  // what GetServerInfo answers
   Batcher* batcher = nullptr;
-  KvArena* arena = nullptr;
+  // The executors: FetchKv and ReleaseKv find a handle's arena here,
+  // GetServerInfo reports which are in service.
+  DeviceSet* devices = nullptr;
   RegionRegistry* regions = nullptr;  // the data plane's registered regions
   ServerMetrics* metrics = nullptr;
   Clock* clock = nullptr;  // RealClock when null

@@ -12,6 +12,7 @@ namespace specverify::testing {
 inline void ExerciseEveryEvent(server::ServerMetrics& metrics) {
   using server::ExecutionPathLabel;
   metrics.SetIdentity({"0.1.0", "cpu", "CPU reference backend"});
+  metrics.SetDevices({"cpu:0", "cpu:1"});
   for (server::RpcMethod method :
        {server::RpcMethod::kVerify, server::RpcMethod::kVerifyStream, server::RpcMethod::kFetchKv,
         server::RpcMethod::kReleaseKv, server::RpcMethod::kGetServerInfo}) {
@@ -41,13 +42,21 @@ inline void ExerciseEveryEvent(server::ServerMetrics& metrics) {
     report.packed_kv_bytes = 200 * 4096;
     report.device_time = absl::Microseconds(6);
     report.exact = path != ExecutionPathLabel::kSampling;
-    metrics.OnBatchExecuted(report);
+    for (int device : {0, 1}) {
+      report.device = device;
+      metrics.OnBatchExecuted(report);
+    }
   }
   metrics.SetQueuedSequences(12);
   metrics.SetInFlightSequences(32);
-  metrics.SetArenaUsage(200 * 4096, int64_t{1} << 30, 4);
+  for (int device : {0, 1}) {
+    metrics.SetArenaUsage(device, 200 * 4096, int64_t{1} << 30, 4);
+    metrics.SetArenaLargestFreeExtent(device, int64_t{1} << 29);
+    metrics.SetDeviceInFlightBatches(device, 1);
+  }
   metrics.OnHandlesExpired(2);
-  metrics.OnDeviceError();
+  metrics.OnDeviceError(1);
+  metrics.SetDeviceInService(1, false);
   metrics.SetServing(true);
 }
 

@@ -40,7 +40,9 @@ std::unique_ptr<PrometheusServerMetrics> StartUnserved(
   options.max_queue_delay = max_queue_delay;
   auto metrics = PrometheusServerMetrics::Start(options);
   EXPECT_THAT(metrics, IsOk());
-  return metrics.ok() ? std::move(*metrics) : nullptr;
+  if (!metrics.ok()) return nullptr;
+  (*metrics)->SetDevices({"cuda:0", "cuda:1"});
+  return std::move(*metrics);
 }
 
 std::vector<Sample> Scrape(const PrometheusServerMetrics& metrics) {
@@ -175,18 +177,18 @@ TEST(PrometheusServerMetricsTest, BatchesFeedTokensPathsSizesAndExactness) {
   EXPECT_THAT(FindSample(samples, "specverify_sequences_verified_total"), Optional(35.0));
   EXPECT_THAT(FindSample(samples, "specverify_non_exact_sequences_total"), Optional(3.0));
   EXPECT_THAT(FindSample(samples, "specverify_packed_kv_bytes_total"), Optional(819200.0));
-  EXPECT_THAT(FindSample(samples, "specverify_batches_total", {{"path", "fused"}}), Optional(1.0));
-  EXPECT_THAT(FindSample(samples, "specverify_batches_total", {{"path", "sampling"}}),
+  EXPECT_THAT(FindSample(samples, "specverify_batches_total", {{"device", "cuda:0"}, {"path", "fused"}}), Optional(1.0));
+  EXPECT_THAT(FindSample(samples, "specverify_batches_total", {{"device", "cuda:0"}, {"path", "sampling"}}),
               Optional(1.0));
-  EXPECT_THAT(FindSample(samples, "specverify_batches_total", {{"path", "two_step"}}),
+  EXPECT_THAT(FindSample(samples, "specverify_batches_total", {{"device", "cuda:0"}, {"path", "two_step"}}),
               Optional(0.0));
   EXPECT_THAT(FindSample(samples, "specverify_batch_device_seconds_bucket",
-                         {{"path", "fused"}, {"le", "6e-06"}}),
+                         {{"device", "cuda:0"}, {"path", "fused"}, {"le", "6e-06"}}),
               Optional(1.0));
   EXPECT_THAT(FindSample(samples, "specverify_batch_device_seconds_bucket",
-                         {{"path", "sampling"}, {"le", "3e-05"}}),
+                         {{"device", "cuda:0"}, {"path", "sampling"}, {"le", "3e-05"}}),
               Optional(0.0));
-  EXPECT_THAT(FindSample(samples, "specverify_batch_device_seconds_count", {{"path", "sampling"}}),
+  EXPECT_THAT(FindSample(samples, "specverify_batch_device_seconds_count", {{"device", "cuda:0"}, {"path", "sampling"}}),
               Optional(1.0));
   EXPECT_THAT(FindSample(samples, "specverify_batch_size_sequences_bucket", {{"le", "32"}}),
               Optional(2.0));
@@ -233,9 +235,10 @@ TEST(PrometheusServerMetricsTest, RejectionsAreCountedByReason) {
 
 TEST(PrometheusServerMetricsTest, ArenaLargestFreeExtentIsAGauge) {
   auto metrics = StartUnserved();
-  metrics->SetArenaLargestFreeExtent(35840);
-  metrics->SetArenaLargestFreeExtent(1 << 20);
-  EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_kv_arena_largest_free_extent_bytes"),
+  metrics->SetArenaLargestFreeExtent(0, 35840);
+  metrics->SetArenaLargestFreeExtent(0, 1 << 20);
+  EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_kv_arena_largest_free_extent_bytes",
+                         {{"device", "cuda:0"}}),
               Optional(1048576.0));
 }
 
@@ -259,11 +262,11 @@ TEST(PrometheusServerMetricsTest, GaugesHoldTheLastValueAndCountersAccumulate) {
   metrics->SetQueuedSequences(40);
   metrics->SetQueuedSequences(7);
   metrics->SetInFlightSequences(64);
-  metrics->SetArenaUsage(1 << 20, 1 << 30, 3);
-  metrics->SetArenaUsage(2 << 20, 1 << 30, 5);
+  metrics->SetArenaUsage(0, 1 << 20, 1 << 30, 3);
+  metrics->SetArenaUsage(0, 2 << 20, 1 << 30, 5);
   metrics->OnHandlesExpired(2);
   metrics->OnHandlesExpired(3);
-  metrics->OnDeviceError();
+  metrics->OnDeviceError(0);
   EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_serving"), Optional(0.0));
   metrics->SetServing(true);
   EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_serving"), Optional(1.0));
@@ -272,11 +275,52 @@ TEST(PrometheusServerMetricsTest, GaugesHoldTheLastValueAndCountersAccumulate) {
   EXPECT_THAT(FindSample(samples, "specverify_serving"), Optional(0.0));
   EXPECT_THAT(FindSample(samples, "specverify_queued_sequences"), Optional(7.0));
   EXPECT_THAT(FindSample(samples, "specverify_in_flight_sequences"), Optional(64.0));
-  EXPECT_THAT(FindSample(samples, "specverify_kv_arena_used_bytes"), Optional(2097152.0));
-  EXPECT_THAT(FindSample(samples, "specverify_kv_arena_capacity_bytes"), Optional(1073741824.0));
-  EXPECT_THAT(FindSample(samples, "specverify_kv_live_handles"), Optional(5.0));
+  EXPECT_THAT(FindSample(samples, "specverify_kv_arena_used_bytes", {{"device", "cuda:0"}}), Optional(2097152.0));
+  EXPECT_THAT(FindSample(samples, "specverify_kv_arena_capacity_bytes", {{"device", "cuda:0"}}), Optional(1073741824.0));
+  EXPECT_THAT(FindSample(samples, "specverify_kv_live_handles", {{"device", "cuda:0"}}), Optional(5.0));
   EXPECT_THAT(FindSample(samples, "specverify_kv_handles_expired_total"), Optional(5.0));
-  EXPECT_THAT(FindSample(samples, "specverify_device_errors_total"), Optional(1.0));
+  EXPECT_THAT(FindSample(samples, "specverify_device_errors_total", {{"device", "cuda:0"}}),
+              Optional(1.0));
+}
+
+TEST(PrometheusServerMetricsTest, PerDeviceSeriesCarryTheDeviceLabel) {
+  auto metrics = StartUnserved();
+  BatchReport batch;
+  batch.device = 1;
+  batch.path = ExecutionPathLabel::kFused;
+  batch.sequences = 8;
+  metrics->OnBatchExecuted(batch);
+  metrics->OnBatchExecuted(batch);
+  batch.device = 0;
+  metrics->OnBatchExecuted(batch);
+  metrics->SetArenaUsage(1, 4096, 1 << 20, 1);
+  metrics->SetDeviceInFlightBatches(0, 2);
+  metrics->OnDeviceError(1);
+  metrics->SetDeviceInService(1, false);
+  // An index SetDevices did not name is dropped, not a crash or a new series.
+  batch.device = 7;
+  metrics->OnBatchExecuted(batch);
+  metrics->SetArenaUsage(7, 1, 1, 1);
+  const auto samples = Scrape(*metrics);
+  EXPECT_THAT(FindSample(samples, "specverify_batches_total",
+                         {{"device", "cuda:1"}, {"path", "fused"}}),
+              Optional(2.0));
+  EXPECT_THAT(FindSample(samples, "specverify_batches_total",
+                         {{"device", "cuda:0"}, {"path", "fused"}}),
+              Optional(1.0));
+  EXPECT_THAT(FindSample(samples, "specverify_kv_arena_used_bytes", {{"device", "cuda:1"}}),
+              Optional(4096.0));
+  EXPECT_THAT(FindSample(samples, "specverify_device_in_flight_batches", {{"device", "cuda:0"}}),
+              Optional(2.0));
+  EXPECT_THAT(FindSample(samples, "specverify_device_errors_total", {{"device", "cuda:1"}}),
+              Optional(1.0));
+  EXPECT_THAT(FindSample(samples, "specverify_device_in_service", {{"device", "cuda:1"}}),
+              Optional(0.0));
+  EXPECT_THAT(FindSample(samples, "specverify_device_in_service", {{"device", "cuda:0"}}),
+              Optional(1.0));
+  // Bounded: paths x devices, nothing for the unnamed index.
+  EXPECT_EQ(SamplesNamed(samples, "specverify_batches_total").size(), 10u);
+  EXPECT_EQ(SamplesNamed(samples, "specverify_kv_arena_used_bytes").size(), 2u);
 }
 
 TEST(PrometheusServerMetricsTest, BuildInfoIsOneSeriesAndFollowsTheLatestIdentity) {
@@ -362,8 +406,10 @@ TEST(PrometheusServerMetricsStartTest, PortInUseIsAStatusNamingTheAddressNotAnEx
 TEST(PrometheusServerMetricsStartTest, EmptyAddressListensNowhereButStillRecords) {
   auto metrics = StartUnserved();
   EXPECT_EQ(metrics->bound_port(), 0);
-  metrics->OnDeviceError();
-  EXPECT_THAT(FindSample(Scrape(*metrics), "specverify_device_errors_total"), Optional(1.0));
+  metrics->OnDeviceError(0);
+  EXPECT_THAT(
+      FindSample(Scrape(*metrics), "specverify_device_errors_total", {{"device", "cuda:0"}}),
+      Optional(1.0));
 }
 
 TEST(PrometheusServerMetricsStartTest, ServesTheExpositionOverHttp) {

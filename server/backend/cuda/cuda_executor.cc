@@ -60,6 +60,17 @@ absl::Status ReserveError(int ordinal, const char* what, int64_t bytes, int slot
 
 }  // namespace
 
+absl::StatusOr<int> CudaDeviceCount() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver) {
+    cudaGetLastError();
+    return 0;
+  }
+  SV_CUDA_RETURN_IF_ERROR(e);
+  return count;
+}
+
 absl::StatusOr<std::string> CudaDeviceName(int device_ordinal) {
   cudaDeviceProp prop;
   SV_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, device_ordinal));

@@ -192,6 +192,10 @@ class CudaExecutor final : public Backend {
   std::thread completion_thread_;
 };
 
+// GPUs this process sees (cudaGetDeviceCount; 0 when there is no driver or
+// no device).
+absl::StatusOr<int> CudaDeviceCount();
+
 // The CUDA device's name, e.g. "NVIDIA H100 80GB HBM3".
 absl::StatusOr<std::string> CudaDeviceName(int device_ordinal);
 

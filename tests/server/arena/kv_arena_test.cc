@@ -36,13 +36,35 @@ class KvArenaTest : public ::testing::Test {
   std::unique_ptr<KvArena> arena_;
 };
 
-TEST_F(KvArenaTest, HandleIdsAre128RandomBits) {
+TEST_F(KvArenaTest, HandleIdsAreTheDeviceThen120RandomBits) {
   absl::StatusOr<std::string> a = NewHandleId();
   absl::StatusOr<std::string> b = NewHandleId();
   ASSERT_THAT(a, IsOk());
   ASSERT_THAT(b, IsOk());
   EXPECT_EQ(a->size(), 32u);  // 16 bytes as hex
   EXPECT_NE(*a, *b);
+  EXPECT_EQ(a->substr(0, 2), "00");
+  absl::StatusOr<std::string> on_device = NewHandleId(171);
+  ASSERT_THAT(on_device, IsOk());
+  EXPECT_EQ(on_device->substr(0, 2), "ab");
+  EXPECT_TRUE(IsWellFormedHandleId(*on_device));
+  EXPECT_EQ(HandleDeviceIndex(*on_device), 171);
+}
+
+TEST(KvArenaDeviceTest, AnArenaNamesItsDeviceInEveryHandle) {
+  NoopServerMetrics metrics;
+  KvArenaOptions o;
+  o.metrics = &metrics;
+  o.reap_interval = absl::ZeroDuration();
+  o.device_index = 3;
+  auto arena = *KvArena::Create(*HostArenaMemory::Create(4096), o);
+  const int64_t offset = *arena->Reserve(256);
+  absl::StatusOr<PublishedHandle> handle = arena->Publish(offset, 256, 64, 4, 0);
+  ASSERT_THAT(handle, IsOk());
+  EXPECT_EQ(HandleDeviceIndex(handle->id), 3);
+  o.device_index = 256;
+  EXPECT_THAT(KvArena::Create(*HostArenaMemory::Create(4096), o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("device_index is 256")));
 }
 
 TEST_F(KvArenaTest, PublishedRegionReadsBackItsBytes) {
@@ -144,7 +166,7 @@ TEST_F(KvArenaTest, ZeroRowHandleIsValid) {
 
 TEST(KvArenaFragmentationTest, LargestFreeExtentIsReportedOnReapAndOnAFailedReservation) {
   struct Recording final : public NoopServerMetrics {
-    void SetArenaLargestFreeExtent(int64_t bytes) override { largest = bytes; }
+    void SetArenaLargestFreeExtent(int, int64_t bytes) override { largest = bytes; }
     int64_t largest = -1;
   } metrics;
   FakeClock clock;

@@ -22,6 +22,7 @@ namespace {
 using ::specverify::testing::BytesEqual;
 using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
+using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
@@ -144,9 +145,49 @@ TEST(DeviceSpecTest, ParsesEveryForm) {
   EXPECT_EQ(ParseDeviceSpec("auto")->kind, DeviceSpec::Kind::kAuto);
   EXPECT_EQ(ParseDeviceSpec("cpu")->kind, DeviceSpec::Kind::kCpu);
   EXPECT_EQ(ParseDeviceSpec("noop")->kind, DeviceSpec::Kind::kNoop);
-  EXPECT_EQ(ParseDeviceSpec("cuda:3")->cuda_ordinal, 3);
+  EXPECT_THAT(ParseDeviceSpec("cuda:3")->ordinals, ElementsAre(3));
   EXPECT_THAT(ParseDeviceSpec("cuda:-1"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("cuda:N")));
   EXPECT_THAT(ParseDeviceSpec("gpu"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("auto, cpu")));
+}
+
+TEST(DeviceSpecTest, ParsesSeveralExecutors) {
+  EXPECT_THAT(ParseDeviceSpec("cuda:0,1")->ordinals, ElementsAre(0, 1));
+  EXPECT_THAT(ParseDeviceSpec("cuda:0,0")->ordinals, ElementsAre(0, 0));
+  EXPECT_TRUE(ParseDeviceSpec("cuda:all")->all_cuda);
+  const absl::StatusOr<DeviceSpec> cpus = ParseDeviceSpec("cpu:0,1");
+  ASSERT_THAT(cpus, IsOk());
+  EXPECT_EQ(cpus->kind, DeviceSpec::Kind::kCpu);
+  EXPECT_THAT(cpus->ordinals, ElementsAre(0, 1));
+  for (const char* bad : {"cuda:", "cuda:0,", "cuda:,1", "cuda:0,x", "cpu:", "cuda:all,1", "cuda:cpu:0"}) {
+    EXPECT_THAT(ParseDeviceSpec(bad), StatusIs(absl::StatusCode::kInvalidArgument,
+                                               HasSubstr("cuda:N[,M...]")))
+        << bad;
+  }
+  EXPECT_THAT(ParseDeviceSpec("cuda:0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("at most 16")));
+}
+
+TEST(DeviceSpecTest, ExecutorsOnOneDeviceGetDistinctNames) {
+  EXPECT_THAT(ExecutorNames("cuda", {0, 1}), ElementsAre("cuda:0", "cuda:1"));
+  EXPECT_THAT(ExecutorNames("cuda", {0, 0, 1, 0}),
+              ElementsAre("cuda:0", "cuda:0#1", "cuda:1", "cuda:0#2"));
+}
+
+TEST(DeviceSpecTest, CpuExecutorsAreCreatedOnePerEntry) {
+  CpuBackendOptions cpu;
+  cpu.threads = 1;
+  absl::StatusOr<DeviceBackends> created = CreateBackends(*ParseDeviceSpec("cpu:0,1"), cpu);
+  ASSERT_THAT(created, IsOk());
+  ASSERT_EQ(created->devices.size(), 2u);
+  EXPECT_EQ(created->devices[0].name, "cpu:0");
+  EXPECT_EQ(created->devices[1].name, "cpu:1");
+  EXPECT_EQ(created->devices[1].cuda_ordinal, -1);
+  EXPECT_NE(created->devices[0].backend.get(), created->devices[1].backend.get());
+  EXPECT_THAT(created->reason, HasSubstr("2 executors"));
+  absl::StatusOr<DeviceBackends> one = CreateBackends(*ParseDeviceSpec("cpu"), cpu);
+  ASSERT_THAT(one, IsOk());
+  ASSERT_EQ(one->devices.size(), 1u);
+  EXPECT_EQ(one->devices[0].name, "cpu");
 }
 
 }  // namespace
