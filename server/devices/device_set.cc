@@ -78,6 +78,14 @@ absl::StatusOr<KvArena*> DeviceSet::ArenaForHandle(absl::string_view handle) con
 
 absl::StatusOr<std::unique_ptr<RegionMapping>> DeviceSet::MapRegion(
     const RegionSpec& spec) const {
+  bool any_cuda = false;
+  for (const Device& d : devices_) any_cuda = any_cuda || d.cuda_ordinal >= 0;
+  if (size() == 1 || (spec.kind == RegionKind::kCuda && !any_cuda)) {
+    // One device, or none that could take CUDA memory: the backend words it.
+    for (int i = 0; i < size(); ++i) {
+      if (in_service(i)) return devices_[i].backend->MapRegion(spec);
+    }
+  }
   bool any_on_ordinal = false;
   for (int i = 0; i < size(); ++i) {
     if (spec.kind == RegionKind::kCuda) {
@@ -87,8 +95,6 @@ absl::StatusOr<std::unique_ptr<RegionMapping>> DeviceSet::MapRegion(
     if (in_service(i)) return devices_[i].backend->MapRegion(spec);
   }
   if (spec.kind == RegionKind::kCuda && !any_on_ordinal) {
-    // The backend words the single-device case; with several, name them all.
-    if (size() == 1) return devices_[0].backend->MapRegion(spec);
     return absl::InvalidArgumentError(absl::StrCat(
         "cuda.device_ordinal is ", spec.device_ordinal, "; this server's executors run on ",
         names(), " (a CUDA region must live on one of their GPUs)"));

@@ -218,7 +218,7 @@ TEST_P(TreeServerTest, BadTreesAreRefusedNamingTheSequenceAndTheNode) {
   EXPECT_EQ(info->limits().max_tree_nodes(), 32);
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, TreeServerTest, ::testing::Values("cpu", "cuda:0"),
+INSTANTIATE_TEST_SUITE_P(Devices, TreeServerTest, ::testing::ValuesIn(testing::ServedDevices()),
                          testing::DeviceName);
 
 }  // namespace

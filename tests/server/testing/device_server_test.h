@@ -1,11 +1,14 @@
 // A fixture for served tests parameterized by --device: the real server on
-// loopback in-process and a real client. "cpu" always runs; another device
-// (e.g. "cuda:0") that cannot start here skips the test visibly.
+// loopback in-process and a real client. "cpu" and "cpu:0,1" (two CPU
+// executors: the multi-device paths, issue #16) always run; a CUDA device
+// ("cuda:0", or "cuda:0,0": two executors on one GPU) that cannot start here
+// skips the test visibly.
 #ifndef SPECVERIFY_TESTS_SERVER_TESTING_DEVICE_SERVER_TEST_H_
 #define SPECVERIFY_TESTS_SERVER_TESTING_DEVICE_SERVER_TEST_H_
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "client/verifier_client.h"
 #include "gtest/gtest.h"
@@ -33,7 +36,7 @@ class DeviceServerTest : public ::testing::TestWithParam<std::string> {
   void Start() {
     absl::StatusOr<std::unique_ptr<VerifierServer>> server =
         VerifierServer::Start(options_, &metrics_);
-    if (!server.ok() && GetParam() != "cpu") {
+    if (!server.ok() && !IsCpu()) {
       GTEST_SKIP() << "no " << GetParam() << " backend here: " << server.status();
     }
     ASSERT_THAT(server, ::specverify::testing::IsOk());
@@ -44,15 +47,24 @@ class DeviceServerTest : public ::testing::TestWithParam<std::string> {
     client_ = *client::VerifierClient::Create(c);
   }
 
+  bool IsCpu() const { return GetParam().rfind("cpu", 0) == 0; }
+
   ServerOptions options_;
   NoopServerMetrics metrics_;
   std::unique_ptr<VerifierServer> server_;
   std::unique_ptr<client::VerifierClient> client_;
 };
 
-// Test-name suffix of a device parameter: "cpu", "cuda".
+// Test-name suffix of a device parameter: "cpu", "cuda", and with several
+// executors "cpu_x2", "cuda_x2".
 inline std::string DeviceName(const ::testing::TestParamInfo<std::string>& info) {
-  return info.param == "cpu" ? std::string("cpu") : std::string("cuda");
+  const std::string kind = info.param.rfind("cpu", 0) == 0 ? "cpu" : "cuda";
+  return info.param.find(',') == std::string::npos ? kind : kind + "_x2";
+}
+
+// Every device form a served suite runs on.
+inline std::vector<std::string> ServedDevices() {
+  return {"cpu", "cpu:0,1", "cuda:0", "cuda:0,0"};
 }
 
 }  // namespace specverify::server::testing
