@@ -1,7 +1,8 @@
 // The real server with --device=cuda:0 on loopback: many concurrent clients
 // checked against the workload generator's oracle (KV bytes fetched back from
 // the device arena included), both kernel paths, the full device arena, and a
-// CUDA fault that must stop the server. Skips visibly without a GPU.
+// CUDA fault that must stop the server; two executors on one GPU (issue #16)
+// sharing the load, one taken out by a fault. Skips visibly without a GPU.
 #include <atomic>
 #include <memory>
 #include <string>
@@ -63,8 +64,13 @@ class CudaServerTest : public ::testing::Test {
     if (server_ != nullptr) (void)server_->Shutdown(absl::Seconds(5));
   }
   void Start(std::unique_ptr<Backend> backend = nullptr) {
+    std::vector<DeviceBackend> devices;
+    if (backend != nullptr) devices.push_back(DeviceBackend{std::move(backend), "cuda:0", 0});
+    Start(std::move(devices));
+  }
+  void Start(std::vector<DeviceBackend> devices) {
     absl::StatusOr<std::unique_ptr<VerifierServer>> server =
-        VerifierServer::Start(options_, &metrics_, std::move(backend));
+        VerifierServer::Start(options_, &metrics_, std::move(devices));
     ASSERT_THAT(server, IsOk());
     server_ = *std::move(server);
     client_ = NewClient();
@@ -254,6 +260,69 @@ TEST_F(CudaServerTest, CudaFaultFailsRequestsInternalAndStopsTheServer) {
   EXPECT_THAT(client_->Verify(Request(3, 1, v1::KV_RETURN_INLINE)),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("backend failed")));
   EXPECT_FALSE(server_->backend_health().ok());
+}
+
+// Two executors on one GPU (--device=cuda:0,0 builds the same): each batch
+// goes to the less loaded, every answer is right on both, and a fault on one
+// executor takes only it out: its handles answer FAILED_PRECONDITION, the
+// other executor serves on and health stays SERVING.
+TEST_F(CudaServerTest, TwoExecutorsShareTheGpuAndAFaultTakesOnlyOneOut) {
+  SKIP_WITHOUT_GPU();
+  std::vector<DeviceBackend> devices;
+  CudaExecutor* second = nullptr;
+  for (int i = 0; i < 2; ++i) {
+    CudaExecutorOptions o;
+    o.max_batch_sequences = options_.max_batch_sequences;
+    o.max_draft_tokens = options_.max_draft_tokens;
+    o.max_batch_kv_bytes = options_.max_message_bytes;
+    o.dispatch_threshold_bytes = kFusedAlwaysThreshold;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(o);
+    ASSERT_THAT(executor, IsOk());
+    if (i == 1) second = executor->get();
+    devices.push_back(DeviceBackend{*std::move(executor), i == 0 ? "cuda:0" : "cuda:0#1", 0});
+  }
+  Start(std::move(devices));
+  std::atomic<int> fused{0};
+  std::atomic<int> two_step{0};
+  HammerAndCheck(/*threads=*/6, /*per_thread=*/30, &fused, &two_step);
+  EXPECT_EQ(fused.load() + two_step.load(), 6 * 30);
+
+  // Sequential requests alternate between the idle executors: find one
+  // whose handle lives on the second, then arm its fault.
+  std::string kept;
+  for (int i = 0; i < 4 && kept.empty(); ++i) {
+    absl::StatusOr<v1::VerifyResponse> r = client_->Verify(Request(i, 2, v1::KV_RETURN_HANDLE));
+    ASSERT_THAT(r, IsOk());
+    if (r->timing().device() == 1) kept = r->kv().id();
+  }
+  ASSERT_FALSE(kept.empty()) << "no request ran on the second executor";
+  second->InjectFaultForTesting();
+  int failed = 0;
+  for (int i = 0; i < 16; ++i) {
+    absl::StatusOr<v1::VerifyResponse> r = client_->Verify(Request(100 + i, 2, v1::KV_RETURN_INLINE));
+    if (!r.ok()) {
+      EXPECT_THAT(r.status(), StatusIs(absl::StatusCode::kInternal, HasSubstr("cuda:0#1")));
+      ++failed;
+      continue;
+    }
+    EXPECT_THAT(Check(100 + i, 2, v1::KV_RETURN_INLINE, *r), IsOk());
+    if (failed > 0) EXPECT_EQ(r->timing().device(), 0);
+  }
+  EXPECT_EQ(failed, 1) << "exactly the batch that met the fault fails";
+  EXPECT_THAT(server_->backend_health(), IsOk());
+  absl::StatusOr<bool> serving = client_->CheckHealth();
+  ASSERT_THAT(serving, IsOk());
+  EXPECT_TRUE(*serving);
+  absl::StatusOr<bool> second_serving = client_->CheckHealth("specverify.v1.Verifier/cuda:0#1");
+  ASSERT_THAT(second_serving, IsOk());
+  EXPECT_FALSE(*second_serving);
+  EXPECT_THAT(client_->FetchKv(kept), StatusIs(absl::StatusCode::kFailedPrecondition,
+                                               HasSubstr("lives on device cuda:0#1")));
+  absl::StatusOr<v1::ServerInfo> info = client_->GetServerInfo();
+  ASSERT_THAT(info, IsOk());
+  ASSERT_EQ(info->devices_size(), 2);
+  EXPECT_TRUE(info->devices(0).in_service());
+  EXPECT_FALSE(info->devices(1).in_service());
 }
 
 }  // namespace
