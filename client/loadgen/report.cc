@@ -112,6 +112,12 @@ void AppendStepJson(std::string& out, const StepResult& r) {
     absl::StrAppend(&out, first ? "" : ",", "\"", JsonEscape(code), "\":", n);
     first = false;
   }
+  absl::StrAppend(&out, "},\"answers_by_device\":{");
+  first = true;
+  for (const auto& [device, n] : r.answers_by_device) {
+    absl::StrAppend(&out, first ? "" : ",", "\"", device, "\":", n);
+    first = false;
+  }
   absl::StrAppend(&out, "},\"wrong_answers\":", r.wrong_answers, ",\"unverified\":", r.unverified,
                   ",\"wrong_answer_examples\":[");
   for (size_t i = 0; i < r.wrong_answer_examples.size(); ++i) {
@@ -288,6 +294,13 @@ std::string FormatTable(const RunReport& report) {
     absl::StrAppend(&out, StepLabel(r.spec), ": ok=", r.ok, " rpc_errors=", r.rpc_errors,
                     " wrong=", r.wrong_answers, " unverified=", r.unverified);
     absl::StrAppend(&out, absl::StrFormat(" | client CPU %.2f cores", r.client_cpu_cores));
+    if (r.answers_by_device.size() > 1) {
+      std::vector<std::string> parts;
+      for (const auto& [device, n] : r.answers_by_device) {
+        parts.push_back(absl::StrCat(device, ":", n));
+      }
+      absl::StrAppend(&out, " | answers by device ", absl::StrJoin(parts, " "));
+    }
     if (r.server_queue.count() > 0) {
       absl::StrAppend(&out, " | server queue p50/p99 ", Us(r.server_queue.ValueAtQuantile(0.5)), "/",
                       Us(r.server_queue.ValueAtQuantile(0.99)), " us, server total p50/p99 ",

@@ -79,6 +79,9 @@ struct StepResult {
   LatencyHistogram kv_fetch_latency;   // ns per FetchKv stream
   LatencyHistogram server_queue;  // ns, ServerTiming.queue_ns of ok answers
   LatencyHistogram server_time;   // ns, ServerTiming.server_ns of ok answers
+  // Ok answers by the executor that ran them (ServerTiming.device): how a
+  // multi-GPU server spread the load (issue #16).
+  std::map<int32_t, int64_t> answers_by_device;
 
   ServerMetricsDelta metrics;
 

@@ -421,6 +421,7 @@ void StepRun::OnVerifyDone(Call* call, grpc::StatusCode code, const std::string&
     if (call->response.has_timing()) {
       r.server_queue.Record(call->response.timing().queue_ns());
       r.server_time.Record(call->response.timing().server_ns());
+      ++r.answers_by_device[call->response.timing().device()];
     }
     shard.last_completion = std::max(shard.last_completion, now);
   }
@@ -691,6 +692,7 @@ StepResult StepRun::Merge() const {
     result.ok += r.ok;
     result.rpc_errors += r.rpc_errors;
     for (const auto& [code, n] : r.errors_by_code) result.errors_by_code[code] += n;
+    for (const auto& [device, n] : r.answers_by_device) result.answers_by_device[device] += n;
     result.wrong_answers += r.wrong_answers;
     result.unverified += r.unverified;
     for (const std::string& e : r.wrong_answer_examples) {

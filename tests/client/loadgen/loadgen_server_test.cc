@@ -328,5 +328,41 @@ TEST_F(LoadgenServerTest, RegionReturnNeedsARegionTransportAndEnoughPoolEntries)
   EXPECT_THAT(RunLoadgen(c).status().message(), ::testing::HasSubstr("pool_requests"));
 }
 
+// A server driving two executors (issue #16; two CPU executors stand in for
+// two GPUs): the loadgen's answers, handle rows fetched from whichever device
+// holds them, are all right, both devices answered, and the server drains
+// with exit code 0.
+TEST(LoadgenMultiDeviceTest, TwoExecutorsShareTheLoadAndEveryAnswerIsRight) {
+  auto server = ServerProcess::Start(SPECVERIFY_SERVER_BINARY,
+                                     {"--device=cpu:0,1", "--cpu_threads=1", "--metrics_address="});
+  ASSERT_TRUE(server.ok()) << server.status();
+  LoadgenConfig c;
+  c.address = server->address();
+  c.concurrency = {8};
+  c.requests = 600;
+  c.warmup_s = 0.1;
+  c.transport.deadline_ms = 10000;
+  c.connect_timeout_s = 5;
+  c.workload.gamma_min = c.workload.gamma_max = 8;
+  c.workload.alpha = 0.6;
+  c.workload.sequences_per_request = 4;
+  c.workload.row_bytes = 512;
+  c.workload.pool_requests = 128;
+  c.workload.fetch_kv_fraction = 1.0;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, 600, 4);
+  const StepResult& r = report->steps[0].server;
+  ASSERT_EQ(r.answers_by_device.size(), 2u);
+  EXPECT_GT(r.answers_by_device.at(0), 0);
+  EXPECT_GT(r.answers_by_device.at(1), 0);
+  EXPECT_EQ(r.answers_by_device.at(0) + r.answers_by_device.at(1), r.ok);
+  EXPECT_THAT(FormatTable(*report), ::testing::HasSubstr("answers by device 0:"));
+  EXPECT_THAT(FormatJson(*report), ::testing::HasSubstr("\"answers_by_device\":{\"0\":"));
+  absl::StatusOr<int> code = server->Stop();
+  ASSERT_TRUE(code.ok()) << code.status();
+  EXPECT_EQ(*code, 0);
+}
+
 }  // namespace
 }  // namespace specverify::loadgen
