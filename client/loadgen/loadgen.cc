@@ -241,7 +241,7 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
       v1::UnregisterRegionRequest request;
-      request.set_name(RegionTransport::kRegionName);
+      request.set_name(RegionTransport::RegionName());
       v1::UnregisterRegionResponse response;
       (void)t->stub(0)->UnregisterRegion(&context, request, &response);  // best effort
     }

@@ -12,16 +12,22 @@
 #endif
 
 namespace specverify::loadgen {
+
+const std::string& RegionTransport::RegionName() {
+  static const std::string* name = new std::string(absl::StrCat("loadgen-", getpid()));
+  return *name;
+}
+
 namespace {
 
 class ShmTransport final : public RegionTransport {
  public:
   explicit ShmTransport(std::unique_ptr<client::SharedMemoryRegion> shm) : shm_(std::move(shm)) {
-    writer_ = std::make_unique<client::RegionWriter>(kRegionName, shm_->data(), shm_->size());
+    writer_ = std::make_unique<client::RegionWriter>(RegionName(), shm_->data(), shm_->size());
   }
   absl::Status Publish() override { return absl::OkStatus(); }  // the servers map it as it is
   v1::RegisterRegionRequest Registration() const override {
-    return shm_->Registration(kRegionName);
+    return shm_->Registration(RegionName());
   }
   absl::Status Read(int64_t offset, int64_t bytes, std::string* out) const override {
     out->assign(reinterpret_cast<const char*>(shm_->data() + offset), static_cast<size_t>(bytes));
@@ -37,13 +43,13 @@ class CudaTransport final : public RegionTransport {
  public:
   CudaTransport(std::unique_ptr<client::CudaDeviceRegion> device, int64_t bytes)
       : device_(std::move(device)), image_(static_cast<size_t>(bytes)) {
-    writer_ = std::make_unique<client::RegionWriter>(kRegionName, image_.data(), bytes);
+    writer_ = std::make_unique<client::RegionWriter>(RegionName(), image_.data(), bytes);
   }
   absl::Status Publish() override {
     return device_->CopyIn(0, image_.data(), writer_->used());
   }
   v1::RegisterRegionRequest Registration() const override {
-    return device_->Registration(kRegionName);
+    return device_->Registration(RegionName());
   }
   absl::Status Read(int64_t offset, int64_t bytes, std::string* out) const override {
     out->resize(static_cast<size_t>(bytes));

@@ -35,7 +35,9 @@ class RegionTransport {
   // `bytes` at `offset` as the servers see them now.
   virtual absl::Status Read(int64_t offset, int64_t bytes, std::string* out) const = 0;
 
-  static constexpr const char* kRegionName = "loadgen";
+  // "loadgen-<pid>": several loadgens may drive one server at once (one per
+  // GPU of a multi-GPU server, each with its rows on its own device).
+  static const std::string& RegionName();
 
  protected:
   std::unique_ptr<client::RegionWriter> writer_;
