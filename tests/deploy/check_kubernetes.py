@@ -399,11 +399,14 @@ def check_manifests(files, kustomization, server_defaults=None):
     requests_gpu = c.get("resources", {}).get("requests", {}).get("nvidia.com/gpu")
     if requests_gpu is not None and requests_gpu != gpus:
         errors.append(f"{dep_file}: requests and limits of nvidia.com/gpu must be equal")
-    if not re.match(r"^(cuda:\d+|auto)$", effective["device"]):
-        errors.append(f"--device={effective['device']}: a GPU pod serves with cuda:N (or auto)")
-    elif gpus is not None and effective["device"].startswith("cuda:") and \
-            int(effective["device"].split(":")[1]) >= int(gpus):
-        errors.append(f"--device={effective['device']}: the pod sees GPUs 0..{int(gpus) - 1}")
+    device = effective["device"]
+    if not re.match(r"^(cuda:\d+(,\d+)*|cuda:all|auto)$", device):
+        errors.append(f"--device={device}: a GPU pod serves with cuda:N[,M...] or cuda:all "
+                      f"(or auto)")
+    elif gpus is not None and re.match(r"^cuda:\d", device):
+        ordinals = [int(n) for n in device.split(":")[1].split(",")]
+        if max(ordinals) >= int(gpus):
+            errors.append(f"--device={device}: the pod sees GPUs 0..{int(gpus) - 1}")
 
     # Probes: native gRPC (grpc.health.v1) on the server's port.
     for probe_name in ("livenessProbe", "readinessProbe", "startupProbe"):
@@ -651,6 +654,8 @@ def mutations():
                                  for s in ("limits", "requests")], "nvidia.com/gpu"),
         ("CPU device in a GPU pod", lambda f, k: set_flag(f, "device", "cpu"), "a GPU pod serves"),
         ("second GPU named", lambda f, k: set_flag(f, "device", "cuda:1"), "the pod sees GPUs"),
+        ("two GPUs named, one given", lambda f, k: set_flag(f, "device", "cuda:0,1"),
+         "the pod sees GPUs"),
         ("gRPC Service not headless", lambda f, k: svc(f, "service-grpc.yaml")["spec"].pop("clusterIP"),
          "headless Service"),
         ("not-ready pods in DNS", lambda f, k: svc(f, "service-grpc.yaml")["spec"].__setitem__(
