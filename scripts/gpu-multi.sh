@@ -106,8 +106,9 @@ two_workers() {  # tag b_device args...
 }
 sampled=(--mode=sampled --gamma=8 --sequences-per-request=32 --vocab=151936 --row-bytes=0
          --dtype=fp32 --kind=probs --kv-return=none --pool-requests=2)
+# Region returns need a pool entry per request in flight.
 greedy=(--gamma=8 --sequences-per-request=512 --row-bytes=4096 --kv-return=region
-        --pool-requests=4)
+        --pool-requests="$concurrency")
 for config in one two; do
   if [ $config = one ]; then device=cuda:0; b=0; else device=$two; b=$second_worker; fi
   start_server "$config" 50601 --device="$device" || exit 1
