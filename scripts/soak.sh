@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Soak (issue #15, item 14): one CPU server on loopback under everything an
 # unlucky operator sees at once, for a bounded time, then checks that it
-# recovers to empty. Concurrently:
+# recovers to empty. The server drives two CPU executors (DEVICE, default
+# cpu:0,1: the multi-device paths of issue #16, handles on both arenas).
+# Concurrently:
 #   * a checked client: closed loop, KV by handle, 10% fetched and compared,
 #     every answer checked against the oracle (a wrong answer fails the soak);
 #   * a canceller: 2 ms deadlines, so requests expire in the queue and calls
@@ -18,7 +20,8 @@
 #
 #   scripts/soak.sh [seconds]          # default 120; loopback only, bounded
 #
-# Environment: BUILD_DIR (default build), OUT (logs; default a temp dir).
+# Environment: BUILD_DIR (default build), OUT (logs; default a temp dir),
+# DEVICE (the server's --device, default cpu:0,1).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${1:-120}
@@ -46,7 +49,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$SERVER_BIN" --device=cpu --listen_address=127.0.0.1:$PORT \
+"$SERVER_BIN" --device="${DEVICE:-cpu:0,1}" --listen_address=127.0.0.1:$PORT \
     --metrics_address=127.0.0.1:$METRICS_PORT --kv_arena_bytes=$((16 << 20)) \
     --kv_handle_ttl_ms=$TTL_MS --max_queue_sequences=4096 \
     > "$OUT/server.stdout" 2> "$OUT/server.log" &
@@ -112,6 +115,10 @@ for line in text.splitlines():
         continue
     name, _, value = line.rpartition(" ")
     values[name] = float(value)
+    # Per-device series (device="cpu:0", ...) also add up under the bare name.
+    if "{" in name and 'device="' in name:
+        base = name.split("{")[0]
+        values[base] = values.get(base, 0.0) + float(value)
 want_zero = ["specverify_kv_arena_used_bytes", "specverify_kv_live_handles",
              "specverify_queued_sequences", "specverify_in_flight_sequences"]
 bad = [f"{n}={values.get(n)}" for n in want_zero if values.get(n) != 0.0]

@@ -114,7 +114,7 @@ TEST(ServerOptionsTest, InvalidValuesAreNamed) {
   EXPECT_THAT(ParseServerFlags({"--max_draft_tokens=257"}),
               StatusIs(kInvalid, HasSubstr("--max_draft_tokens is 257; must lie in [1, 256]")));
   EXPECT_THAT(ParseServerFlags({"--device=tpu"}),
-              StatusIs(kInvalid, HasSubstr("--device is \"tpu\"; must be one of auto, cpu, cuda:N")));
+              StatusIs(kInvalid, HasSubstr("--device is \"tpu\"; must be one of auto, cpu, cpu:N[,M...], cuda:N")));
   EXPECT_THAT(ParseServerFlags({"--device=cuda:x"}), StatusIs(kInvalid, HasSubstr("--device")));
   EXPECT_THAT(ParseServerFlags({"--metrics_address=nohost"}),
               StatusIs(kInvalid, HasSubstr("--metrics_address is \"nohost\"; must be host:port")));
