@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "server/regions/region_refs.h"
-#include "server/rpc/validation.h"
+#include "server/batcher/validated_request.h"
 #include "specverify/v1/verifier.pb.h"
 
 namespace specverify::server {

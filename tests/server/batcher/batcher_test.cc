@@ -6,6 +6,7 @@
 // kDelay) and does not dispatch on enqueue, so tests decide when RunOnce
 // forms batches; the latency-first tests at the end use the defaults.
 #include "server/batcher/batcher.h"
+#include "server/rpc/validation.h"
 
 #include <algorithm>
 #include <memory>

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/batcher/batcher.h"
+#include "server/rpc/validation.h"
 #include "tests/server/testing/controllable_backend.h"
 #include "tests/testing/status_matchers.h"
 
