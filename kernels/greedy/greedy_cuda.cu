@@ -9,9 +9,6 @@
 //      predecessor of a tile is resident: the look-back cannot deadlock);
 //   2. the first round of KV loads for the tile's draft rows goes out at once,
 //      speculatively (the rows are contiguous; acceptance is not known yet);
-//      staged tiles (sm_90, 16-byte vectors, 32-64 KiB tiles) instead read
-//      the whole tile into shared memory with bulk copies (TMA) on one
-//      mbarrier, and store each accepted run with one bulk copy (step 7s);
 //   3. the sequences overlapping the tile come from a two-level parallel
 //      search of draft_offsets (one round trip for b < 256, two otherwise);
 //   4. verify: warp-ballot scan of each overlapping sequence, all chunks of a
@@ -25,6 +22,9 @@
 //      launches and the path stays one launch;
 //   6. offsets of the sequences that start in the tile, then the stores of the
 //      accepted rows (16-byte vectors on the fast path) and any later rounds.
+// Staged tiles (sm_90, 16-byte vectors, 32-64 KiB tiles, one wave) take the
+// prefix-first path instead: a verify kernel, then a pack kernel launched as
+// its programmatic dependent (see "Prefix-first verify-and-pack" below).
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -32,6 +32,7 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -49,17 +50,16 @@ constexpr int kFusedMinBlocksPerSm = 3;
 // Redundant (look-back free) mode of the fused kernel: b < 256 sequences and
 // at most 4 draft positions per thread (1024 rows), e.g. b = 32 x gamma = 32.
 constexpr int kRedundantPositionsPerThread = 4;
-// Staged tiles (sm_90): the whole tile goes global -> shared in bulk copies
-// issued at kernel start, independent of the prefix, and accepted runs go
-// shared -> global in bulk once the prefix is known. Tiles between one
-// register round (32 KiB) and this size take it; 64 KiB + the static
-// storage keeps 3 blocks per SM within the 228 KB of an H100 SM.
-// Measured (docs/PERFORMANCE.md, runs 6-7): 3-9% faster than the register
-// path at 16 MiB with alpha = 0.9, within +-2% at lower acceptance; loading
-// chunks 1-7 only after the token loads returned (8 mbarriers, stores chunk
-// by chunk) was slower at every staged point.
+// Staged tiles (sm_90, prefix-first path): the whole tile goes global ->
+// shared in bulk copies issued when the pack block starts, independent of
+// the prefix, and accepted runs go shared -> global in bulk once the prefix
+// is known. Tiles between one register round (32 KiB) and this size take
+// it; 64 KiB + the static storage keeps 3 blocks per SM within the 228 KB of
+// an H100 SM. History (docs/PERFORMANCE_LOG.md, runs 6-7): inside the fused
+// kernel (look-back prefix) staging was 3-9% faster than registers at 16 MiB
+// with alpha = 0.9 but still 70% of a copy; deferring chunks 1-7 until the
+// token loads returned was slower at every staged point.
 constexpr int kFusedStageBytes = 64 * 1024;
-constexpr int kStageChunkBytes = 16 * 1024;  // per bulk load instruction
 // Ballot verify kernel: 8 warps (sequences) per block. Any multiple of 32 up
 // to 1024 works; 256 keeps blocks small enough for 8 resident per SM.
 constexpr int kVerifyThreadsPerBlock = 256;
@@ -129,7 +129,10 @@ using DeviceAtomicRef = cuda::atomic_ref<T, cuda::thread_scope_device>;
 // acceptance-driven divergence, seed 000 Opt A). target[k] comes from the
 // lane that loaded it (a shuffle). REQUIRES 1 <= limit <= gamma <=
 // kMaxDraftTokens, so target[0 .. limit] lies inside the sequence's gamma + 1
-// tokens.
+// tokens. kAllowDependents: a primary grid of a programmatic dependent launch
+// lets its dependents start once the token loads are issued (so they queue
+// ahead of the dependents' bulk reads), before waiting for them.
+template <bool kAllowDependents = false>
 __device__ __forceinline__ int BallotAcceptedLength(const int32_t* draft,
                                                     const int32_t* target,
                                                     int limit, int lane,
@@ -144,6 +147,7 @@ __device__ __forceinline__ int BallotAcceptedLength(const int32_t* draft,
     t[c] = c < chunks && j <= limit ? target[j] : 0;
     mismatch[c] = c < chunks && j < limit && draft[j] != t[c];
   }
+  if constexpr (kAllowDependents) greedy_tma::AllowDependentLaunch();
   // Fixed trip counts and no early exit keep t[] in registers (an early
   // return inside the unrolled loop put it in local memory).
   int k = limit;
@@ -268,6 +272,180 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
       rows * rb / kVec);
 }
 
+// --- Prefix-first verify-and-pack (sm_90) ------------------------------------
+//
+// Two launches for batches whose fused tiles are 32-64 KiB (about 12-25 MiB
+// of draft KV at 4 KiB rows). The fused kernel's prefix chain (offsets ->
+// tokens -> ballot -> look-back) queued behind its own bulk reads, so every
+// store waited for the end of the read phase (docs/PERFORMANCE_LOG.md, runs
+// 6-7). Here the accepted lengths come first, from a verify kernel that
+// reads only tokens (8 bytes per draft row), and the pack kernel is a
+// programmatic dependent launch: its blocks start as soon as every verify
+// block has issued its token loads, read their tile into shared memory in
+// 8 KiB chunks (each on its own mbarrier) while the verify finishes, then
+// wait for the verify grid, take their prefix from the accepted lengths (L2
+// hits, no look-back, no block waits for another) and store each chunk's
+// accepted rows as the chunk lands, so reads and writes overlap as in a copy.
+
+constexpr int kStagedChunks = 8;  // one per warp of the pack block
+constexpr int kStagedChunkBytes = kFusedStageBytes / kStagedChunks;
+static_assert(kStagedChunks == kFusedThreadsPerBlock / kWarpSize);
+
+// Verify with the dependent-launch trigger: as BallotGreedyVerifyKernel.
+__global__ void __launch_bounds__(kVerifyThreadsPerBlock)
+    PrefixVerifyKernel(GreedyVerifyParams p) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int seq = blockIdx.x * (kVerifyThreadsPerBlock / kWarpSize) +
+                  threadIdx.x / kWarpSize;
+  if (seq >= p.input.num_sequences) return;  // exiting counts as the trigger
+  const int first = p.input.draft_offsets[seq];
+  const int gamma = p.input.draft_offsets[seq + 1] - first;
+  const int32_t* draft = p.input.draft_tokens + first;
+  const int32_t* target = p.input.target_tokens + first + seq;
+  int next = 0;
+  const int k = BallotAcceptedLength<true>(draft, target, gamma, lane, &next);
+  if (lane == 0) WriteVerifyOutputs(p.output, seq, k, gamma, next);
+}
+
+struct StagedPackSharedStorage {
+  union {
+    typename cub::BlockScan<int, kFusedThreadsPerBlock>::TempStorage scan;
+    typename cub::BlockReduce<int, kFusedThreadsPerBlock>::TempStorage reduce;
+  };
+  uint64_t chunk_barrier[kStagedChunks];
+  int all_offsets[kFusedThreadsPerBlock];   // offsets[0 .. b] when b < 256
+  int offsets[kFusedMaxTileRows + 1];       // offsets[s_first .. s_first + n_seq]
+  int first_in_tile[kFusedMaxTileRows];     // first draft row inside the tile
+  int accepted_in_tile[kFusedMaxTileRows];  // accepted rows inside the tile
+  int dest_in_tile[kFusedMaxTileRows];      // exclusive scan of accepted_in_tile
+  int tile_prefix;
+};
+
+// One block per tile of tile_rows draft rows (grid = tiles, all resident:
+// nothing waits for another block). kFusedStageBytes of dynamic shared
+// memory. REQUIRES sm_90, row_bytes a multiple of 16 with both KV buffers
+// 16-byte aligned, tile_rows * row_bytes <= kFusedStageBytes; launched after
+// PrefixVerifyKernel with programmatic stream serialization.
+__global__ void __launch_bounds__(kFusedThreadsPerBlock)
+    StagedPackKernel(GreedyVerifyParams p, int tile_rows, int total_rows) {
+  __shared__ StagedPackSharedStorage smem;
+  extern __shared__ __align__(128) unsigned char stage[];
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarpSize;
+  const int warp = tid / kWarpSize;
+  const int b = p.input.num_sequences;
+  const int32_t* offsets = p.input.draft_offsets;
+  const int tile = blockIdx.x;
+  const int tile_start = tile * tile_rows;
+  const int tile_end = min(tile_start + tile_rows, total_rows);
+  const int64_t rb = p.input.row_bytes;
+  const uint32_t tile_bytes = static_cast<uint32_t>((tile_end - tile_start) * rb);
+  const int chunks = static_cast<int>(
+      (tile_bytes + kStagedChunkBytes - 1) / kStagedChunkBytes);
+
+  // (1) The whole tile, global -> shared, chunk c completing on barrier c.
+  // Inputs only, so this runs while the verify grid is still working; the
+  // barriers are initialized before the block's next __syncthreads, which
+  // precedes every wait.
+  if (tid == 0) {
+    greedy_tma::InitBarriers(smem.chunk_barrier, chunks);
+    const auto* from = reinterpret_cast<const unsigned char*>(p.input.draft_kv) +
+                       int64_t{tile_start} * rb;
+    for (int c = 0; c < chunks; ++c) {
+      const uint32_t off = static_cast<uint32_t>(c) * kStagedChunkBytes;
+      const uint32_t bytes = min(static_cast<uint32_t>(kStagedChunkBytes),
+                                 tile_bytes - off);
+      greedy_tma::ArriveExpectBytes(&smem.chunk_barrier[c], bytes);
+      greedy_tma::LoadToShared(stage + off, from + off, bytes,
+                               &smem.chunk_barrier[c]);
+    }
+  }
+
+  // (2) The sequences overlapping the tile (inputs only): as in the fused
+  // kernel's step (3).
+  const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
+  const int sample = tid * stride;
+  const int sample_value = sample <= b ? offsets[sample] : INT_MAX;
+  if (stride == 1) smem.all_offsets[tid] = sample_value;
+  const int bucket = __syncthreads_count(sample_value <= tile_start) - 1;
+  int s_first = bucket * stride;
+  if (stride > 1) {
+    const int probe = s_first + 1 + tid;
+    s_first += __syncthreads_count(tid < stride - 1 && probe <= b &&
+                                   offsets[probe] <= tile_start);
+  }
+  const int available = min(tile_rows + 1, b - s_first + 1);
+  int my_offset = INT_MAX;
+  if (tid < available) {
+    my_offset = stride == 1 ? smem.all_offsets[s_first + tid]
+                            : offsets[s_first + tid];
+    smem.offsets[tid] = my_offset;
+  }
+  const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
+
+  // (3) The verify grid's outputs: accepted lengths, then this tile's prefix
+  // = accepted rows of sequences before s_first + those of s_first before
+  // tile_start, and each overlapping sequence's accepted rows in the tile.
+  greedy_tma::WaitForPrimaryGrid();
+  const int32_t* accepted = p.output.accepted_lengths;
+  int before = 0;
+  for (int s = tid; s < s_first; s += kFusedThreadsPerBlock) before += accepted[s];
+  int in_tile = 0;
+  if (tid < n_seq) {
+    const int first = smem.offsets[tid];
+    const int k = accepted[s_first + tid];
+    const int lo = max(first, tile_start);
+    if (tid == 0) before += min(k, tile_start - first);  // first <= tile_start
+    in_tile = max(0, min(first + k, tile_end) - lo);
+    smem.first_in_tile[tid] = lo;
+    smem.accepted_in_tile[tid] = in_tile;
+  }
+  const int prefix =
+      cub::BlockReduce<int, kFusedThreadsPerBlock>(smem.reduce).Sum(before);
+  if (tid == 0) smem.tile_prefix = prefix;
+  __syncthreads();  // reduce storage reused by the scan
+  int dest = 0;
+  int tile_aggregate = 0;
+  cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan).ExclusiveSum(
+      in_tile, dest, tile_aggregate);
+  if (tid < n_seq) smem.dest_in_tile[tid] = dest;
+  __syncthreads();
+  const int tile_prefix = smem.tile_prefix;
+  if (tid < n_seq && smem.offsets[tid] >= tile_start) {
+    p.output.packed_row_offsets[s_first + tid] = tile_prefix + dest;
+  }
+  if (tile == gridDim.x - 1 && tid == 0) {
+    p.output.packed_row_offsets[b] = tile_prefix + tile_aggregate;
+  }
+
+  // (4) Lane 0 of warp c: once chunk c landed, one bulk store per accepted
+  // run (a sequence's accepted rows in the tile, contiguous in both buffers)
+  // intersecting it. Every issued chunk is waited for, stored or not: no
+  // bulk load may outlive the block.
+  if (lane != 0 || warp >= chunks) return;
+  const uint32_t chunk_lo = static_cast<uint32_t>(warp) * kStagedChunkBytes;
+  const uint32_t chunk_hi =
+      min(chunk_lo + static_cast<uint32_t>(kStagedChunkBytes), tile_bytes);
+  greedy_tma::WaitPhaseZero(&smem.chunk_barrier[warp]);
+  bool stored = false;
+  for (int q = 0; q < n_seq; ++q) {
+    const int rows = smem.accepted_in_tile[q];
+    if (rows == 0) continue;
+    const uint32_t run_lo =
+        static_cast<uint32_t>((smem.first_in_tile[q] - tile_start) * rb);
+    const uint32_t run_hi = run_lo + static_cast<uint32_t>(rows * rb);
+    const uint32_t lo = max(run_lo, chunk_lo);
+    const uint32_t hi = min(run_hi, chunk_hi);
+    if (lo >= hi) continue;
+    greedy_tma::StoreFromShared(
+        p.output.packed_kv +
+            int64_t{tile_prefix + smem.dest_in_tile[q]} * rb + (lo - run_lo),
+        stage + lo, hi - lo);
+    stored = true;
+  }
+  if (stored) greedy_tma::CommitAndWaitStores();
+}
+
 // --- Fused verify-and-pack -----------------------------------------------------
 
 struct FusedSharedStorage {
@@ -288,7 +466,6 @@ struct FusedSharedStorage {
   // or -1 when rejected.
   int row_dest[kFusedMaxTileRows];
   int k_all[kFusedThreadsPerBlock];         // redundant mode: every k
-  uint64_t stage_barrier;                   // staged mode: tile landed
   int dest_all[kFusedThreadsPerBlock];      // redundant mode: every offset
   int warp_first_inclusive[kFusedWarps];    // look-back, per warp
   int warp_sum[kFusedWarps];
@@ -352,16 +529,14 @@ __device__ __forceinline__ int BlockLookback(unsigned long long* status,
 // kFusedStageBytes], kFusedStageBytes of dynamic shared memory, never in
 // redundant mode): the tile is read by bulk copies into shared memory instead
 // of registers. Compiled for an older target it takes the register path.
-template <int kVec, bool kStaged>
+template <int kVec>
 __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
     FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
                                 int num_tiles, int total_rows,
                                 bool dynamic_tiles, bool redundant,
                                 LookbackState* state) {
   using V = typename VecType<kVec>::type;
-  constexpr bool kUseTma = kStaged && greedy_tma::kAvailable;
   __shared__ FusedSharedStorage smem;
-  extern __shared__ __align__(128) unsigned char stage[];
   unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
   const int tid = threadIdx.x;
   const int lane = tid % kWarpSize;
@@ -405,27 +580,10 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   const V* src = reinterpret_cast<const V*>(p.input.draft_kv) +
                  int64_t{tile_start} * units_per_row;
   V v[kCopyUnroll];
-  if constexpr (kUseTma) {
-    // The whole tile, in bulk, by one thread; the barrier is initialized
-    // before the block's next __syncthreads, which precedes every wait.
-    const uint32_t tile_bytes = tile_units * kVec;
-    if (tid == 0 && tile_bytes > 0) {
-      greedy_tma::InitBarrier(&smem.stage_barrier);
-      greedy_tma::ArriveExpectBytes(&smem.stage_barrier, tile_bytes);
-      const auto* from = reinterpret_cast<const unsigned char*>(src);
-      for (uint32_t off = 0; off < tile_bytes; off += kStageChunkBytes) {
-        greedy_tma::LoadToShared(stage + off, from + off,
-                                 min(static_cast<uint32_t>(kStageChunkBytes),
-                                     tile_bytes - off),
-                                 &smem.stage_barrier);
-      }
-    }
-  } else {
 #pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const unsigned i = tid + u * kFusedThreadsPerBlock;
-      if (i < tile_units) v[u] = src[i];
-    }
+  for (int u = 0; u < kCopyUnroll; ++u) {
+    const unsigned i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) v[u] = src[i];
   }
 
   // (3) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
@@ -565,7 +723,7 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
       tid < n_seq ? smem.accepted_in_tile[tid] : 0, dest, tile_aggregate);
   if (tid < n_seq) smem.dest_in_tile[tid] = dest;
   __syncthreads();
-  for (int q = kUseTma ? n_seq : warp; q < n_seq; q += kFusedWarps) {
+  for (int q = warp; q < n_seq; q += kFusedWarps) {
     const int lo = smem.first_in_tile[q];
     const int accepted_end = lo + smem.accepted_in_tile[q];
     const int d = smem.dest_in_tile[q];
@@ -615,35 +773,6 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   if (tid < n_seq && smem.offsets[tid] >= tile_start) {
     p.output.packed_row_offsets[s_first + tid] =
         tile_prefix + smem.dest_in_tile[tid];
-  }
-
-  // (7s) Staged tile: one bulk store per accepted run (contiguous in both
-  // buffers), issued by lane 0 of the warp that verified the sequence. No
-  // bulk load may outlive the block: thread 0 waits for the tile if it
-  // issued no store.
-  if constexpr (kUseTma) {
-    if (rb == 0) return;  // no tile was loaded
-    bool waited = false;
-    if (lane == 0 && tile_aggregate > 0) {
-      for (int q = warp; q < n_seq; q += kFusedWarps) {
-        const int accepted = smem.accepted_in_tile[q];
-        if (accepted == 0) continue;
-        if (!waited) {
-          greedy_tma::WaitPhaseZero(&smem.stage_barrier);
-          waited = true;
-        }
-        greedy_tma::StoreFromShared(
-            p.output.packed_kv + int64_t{tile_prefix + smem.dest_in_tile[q]} * rb,
-            stage + int64_t{smem.first_in_tile[q] - tile_start} * rb,
-            static_cast<uint32_t>(accepted * rb));
-      }
-    }
-    if (waited) {
-      greedy_tma::CommitAndWaitStores();
-    } else if (tid == 0) {
-      greedy_tma::WaitPhaseZero(&smem.stage_barrier);
-    }
-    return;
   }
 
   // (7) Stores of the first round, then later rounds (tiles over one round:
@@ -698,17 +827,18 @@ cudaError_t DispatchVector(int vec, Args&&... args) {
   }
 }
 
-// Blocks of the fused kernel the device holds at once (occupancy x SMs),
-// computed once per device and vector width: a host-only query, so it is
-// allowed while a stream is being captured.
+// Blocks of a kernel the device holds at once (occupancy x SMs), computed
+// once per device: host-only queries, so they are allowed while a stream is
+// being captured.
 constexpr int kMaxCachedDevices = 64;
 
-// Returns 0 when unknown (the launch then takes the other kernel or the tile
-// counter). The staged kernel first gets its dynamic shared memory allowance
-// (a host-side function attribute: no stream work), once per device.
-template <int kVec, bool kStaged>
-int FusedResidentBlocks() {
-  static std::atomic<int> cache[kMaxCachedDevices];
+// Returns 0 when unknown (the launch then takes another kernel or the tile
+// counter). A kernel with dynamic shared memory (the staged pack, sm_90 only)
+// first gets its allowance (a host-side function attribute: no stream work);
+// a refusal is a property of the device and is remembered as such.
+template <typename Kernel>
+int ResidentBlocks(Kernel* kernel, int dynamic_bytes,
+                   std::atomic<int> (&cache)[kMaxCachedDevices]) {
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
@@ -717,8 +847,7 @@ int FusedResidentBlocks() {
       return std::max(cached, 0);
     }
   }
-  const auto kernel = FusedGreedyVerifyPackKernel<kVec, kStaged>;
-  const int dynamic_bytes = kStaged ? kFusedStageBytes : 0;
+  const bool staged = dynamic_bytes > 0;
   int sms = 0;
   int per_sm = 0;
   int major = 0;
@@ -727,7 +856,7 @@ int FusedResidentBlocks() {
           cudaSuccess &&
       cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
                              device) == cudaSuccess;
-  if (ok && kStaged) {
+  if (ok && staged) {
     ok = major >= 9 &&
          cudaFuncSetAttribute(kernel,
                               cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -737,9 +866,8 @@ int FusedResidentBlocks() {
                  &per_sm, kernel, kFusedThreadsPerBlock, dynamic_bytes) ==
                  cudaSuccess;
   if (!ok) {
-    if (kStaged) {
+    if (staged) {
       cudaGetLastError();  // a refused attribute is not the caller's error
-      // Staged support is a property of the device: remember the refusal.
       if (slot != nullptr) slot->store(-1, std::memory_order_relaxed);
     }
     return 0;
@@ -750,10 +878,44 @@ int FusedResidentBlocks() {
 }
 
 template <int kVec>
+int FusedResidentBlocks() {
+  static std::atomic<int> cache[kMaxCachedDevices];
+  return ResidentBlocks(FusedGreedyVerifyPackKernel<kVec>, 0, cache);
+}
+
+int StagedPackResidentBlocks() {
+  static std::atomic<int> cache[kMaxCachedDevices];
+  return ResidentBlocks(StagedPackKernel, kFusedStageBytes, cache);
+}
+
+// The prefix-first path: PrefixVerifyKernel, then StagedPackKernel as its
+// programmatic dependent (sm_90 only: StagedPackResidentBlocks() > 0 says so).
+cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch, int tile_rows,
+                              int num_tiles, cudaStream_t stream) {
+  constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
+  const int b = batch.params.input.num_sequences;
+  PrefixVerifyKernel<<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
+                       kVerifyThreadsPerBlock, 0, stream>>>(batch.params);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(num_tiles));
+  config.blockDim = dim3(kFusedThreadsPerBlock);
+  config.dynamicSmemBytes = kFusedStageBytes;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, StagedPackKernel, batch.params, tile_rows,
+                            static_cast<int>(batch.total_draft_rows));
+}
+
+template <int kVec>
 struct FusedLaunch {
   static cudaError_t Run(const GreedyDeviceBatch& batch,
                          const GreedyScratch& scratch, cudaStream_t stream) {
-    const int resident = FusedResidentBlocks<kVec, false>();
+    const int resident = FusedResidentBlocks<kVec>();
     const int64_t rb = batch.params.input.row_bytes;
     const int tile_rows =
         FusedTileRows(rb, GreedyPackBytesUpperBound(batch), resident);
@@ -762,30 +924,25 @@ struct FusedLaunch {
     if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
       return cudaErrorInvalidValue;
     }
-    // Staged tiles: more than one register round, at most the stage.
-    const int64_t tile_bytes = int64_t{tile_rows} * rb;
-    int staged_resident = 0;
+    // Staged tiles (prefix-first path): more than one register round, at
+    // most the stage, one wave (every tile resident at once).
     if constexpr (kVec == 16) {
+      const int64_t tile_bytes = int64_t{tile_rows} * rb;
       if (tile_bytes > int64_t{kFusedThreadsPerBlock} * kCopyUnroll * kVec &&
-          tile_bytes <= kFusedStageBytes) {
-        staged_resident = FusedResidentBlocks<kVec, true>();
+          tile_bytes <= kFusedStageBytes &&
+          StagedPackResidentBlocks() >= num_tiles) {
+        return LaunchPrefixFirst(batch, tile_rows, static_cast<int>(num_tiles),
+                                 stream);
       }
     }
-    // One wave only: staged blocks are as many per SM as register ones at
-    // best, and the ticket counter would serialize the surplus tiles.
-    const bool staged = staged_resident >= num_tiles;
-    const bool dynamic_tiles =
-        num_tiles > (staged ? staged_resident : resident);
+    const bool dynamic_tiles = num_tiles > resident;
     const bool redundant =
-        !staged && !dynamic_tiles &&
+        !dynamic_tiles &&
         batch.params.input.num_sequences < kFusedThreadsPerBlock &&
         batch.total_draft_rows <=
             int64_t{kFusedThreadsPerBlock} * kRedundantPositionsPerThread;
-    // Staged instances exist for 16-byte vectors only.
-    const auto kernel = staged ? FusedGreedyVerifyPackKernel<kVec, kVec == 16>
-                               : FusedGreedyVerifyPackKernel<kVec, false>;
-    kernel<<<static_cast<int>(num_tiles), kFusedThreadsPerBlock,
-             staged ? kFusedStageBytes : 0, stream>>>(
+    FusedGreedyVerifyPackKernel<kVec><<<static_cast<int>(num_tiles),
+                                        kFusedThreadsPerBlock, 0, stream>>>(
         batch.params, tile_rows, static_cast<int>(num_tiles),
         static_cast<int>(batch.total_draft_rows), dynamic_tiles, redundant,
         static_cast<LookbackState*>(scratch.data));

@@ -1,11 +1,10 @@
-// Hopper bulk copies (TMA, non-tensor form) and the mbarrier that completes
-// them, for the fused greedy kernel's staged tiles. Private to
-// kernels/greedy/greedy_cuda.cu.
+// Hopper bulk copies (TMA, non-tensor form), the mbarriers that complete
+// them, and the programmatic-dependent-launch hooks, for the greedy
+// prefix-first path's staged tiles. Private to kernels/greedy/greedy_cuda.cu.
 //
 // Only meaningful when compiled for sm_90 or later: every function is a no-op
 // below that (the host launches the staged kernel only on compute capability
-// >= 9, and the staged kernel compiled for older targets takes the register
-// path instead, see kUseTma in greedy_cuda.cu).
+// >= 9; the staged kernel compiled for older targets is never launched).
 //
 // Contracts (PTX ISA, cp.async.bulk): sizes are multiples of 16 bytes, both
 // addresses 16-byte aligned; the mbarrier counts at most 2^20 - 1 bytes of
@@ -35,6 +34,18 @@ __device__ __forceinline__ void InitBarrier(uint64_t* barrier) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
                    SharedAddress(barrier))
                : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+// One thread: as InitBarrier for barriers[0 .. n), one fence for all.
+__device__ __forceinline__ void InitBarriers(uint64_t* barriers, int n) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  for (int i = 0; i < n; ++i) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(
+                     SharedAddress(barriers + i))
+                 : "memory");
+  }
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 #endif
 }
@@ -92,6 +103,24 @@ __device__ __forceinline__ void StoreFromShared(void* dst_global,
           dst_global),
       "r"(SharedAddress(src_shared)), "r"(bytes)
       : "memory");
+#endif
+}
+
+// Programmatic dependent launch (sm_90; nothing below it, where the host
+// launches the dependent grid in plain stream order).
+// Primary grid: its dependents may be scheduled once every block of this grid
+// has executed this or exited. Memory clobber: no access moves across it.
+__device__ __forceinline__ void AllowDependentLaunch() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Dependent grid: blocks until the primary grid has completed and its writes
+// are visible. Nothing the primary writes may be read before this.
+__device__ __forceinline__ void WaitForPrimaryGrid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
 
