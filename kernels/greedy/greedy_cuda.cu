@@ -22,7 +22,7 @@
 //      launches and the path stays one launch;
 //   6. offsets of the sequences that start in the tile, then the stores of the
 //      accepted rows (16-byte vectors on the fast path) and any later rounds.
-// Staged tiles (sm_90, 16-byte vectors, 32-64 KiB tiles, one wave) take the
+// Fused tiles of 32-64 KiB in one wave (sm_90, 16-byte vectors) take the
 // prefix-first path instead: a verify kernel, then a pack kernel launched as
 // its programmatic dependent (see "Prefix-first verify-and-pack" below).
 #include <cuda/atomic>
@@ -38,7 +38,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/greedy/greedy_cuda.h"
-#include "kernels/greedy/greedy_tma.cuh"
+#include "kernels/greedy/greedy_pdl.cuh"
 
 namespace specverify {
 namespace {
@@ -50,16 +50,6 @@ constexpr int kFusedMinBlocksPerSm = 3;
 // Redundant (look-back free) mode of the fused kernel: b < 256 sequences and
 // at most 4 draft positions per thread (1024 rows), e.g. b = 32 x gamma = 32.
 constexpr int kRedundantPositionsPerThread = 4;
-// Staged tiles (sm_90, prefix-first path): the whole tile goes global ->
-// shared in bulk copies issued when the pack block starts, independent of
-// the prefix, and accepted runs go shared -> global in bulk once the prefix
-// is known. Tiles between one register round (32 KiB) and this size take
-// it; 64 KiB + the static storage keeps 3 blocks per SM within the 228 KB of
-// an H100 SM. History (docs/PERFORMANCE_LOG.md, runs 6-7): inside the fused
-// kernel (look-back prefix) staging was 3-9% faster than registers at 16 MiB
-// with alpha = 0.9 but still 70% of a copy; deferring chunks 1-7 until the
-// token loads returned was slower at every staged point.
-constexpr int kFusedStageBytes = 64 * 1024;
 // Ballot verify kernel: 8 warps (sequences) per block. Any multiple of 32 up
 // to 1024 works; 256 keeps blocks small enough for 8 resident per SM.
 constexpr int kVerifyThreadsPerBlock = 256;
@@ -129,10 +119,7 @@ using DeviceAtomicRef = cuda::atomic_ref<T, cuda::thread_scope_device>;
 // acceptance-driven divergence, seed 000 Opt A). target[k] comes from the
 // lane that loaded it (a shuffle). REQUIRES 1 <= limit <= gamma <=
 // kMaxDraftTokens, so target[0 .. limit] lies inside the sequence's gamma + 1
-// tokens. kAllowDependents: a primary grid of a programmatic dependent launch
-// lets its dependents start once the token loads are issued (so they queue
-// ahead of the dependents' bulk reads), before waiting for them.
-template <bool kAllowDependents = false>
+// tokens.
 __device__ __forceinline__ int BallotAcceptedLength(const int32_t* draft,
                                                     const int32_t* target,
                                                     int limit, int lane,
@@ -147,7 +134,6 @@ __device__ __forceinline__ int BallotAcceptedLength(const int32_t* draft,
     t[c] = c < chunks && j <= limit ? target[j] : 0;
     mismatch[c] = c < chunks && j < limit && draft[j] != t[c];
   }
-  if constexpr (kAllowDependents) greedy_tma::AllowDependentLaunch();
   // Fixed trip counts and no early exit keep t[] in registers (an early
   // return inside the unrolled loop put it in local memory).
   int k = limit;
@@ -230,8 +216,12 @@ __global__ void NaiveGreedyVerifyKernel(GreedyVerifyParams p) {
   WriteVerifyOutputs(p.output, seq, k, gamma, target[k]);
 }
 
+// kAllowDependents: the primary grid of the prefix-first path, which lets
+// its programmatic dependent (SpeculativePackKernel) be scheduled at once.
+template <bool kAllowDependents>
 __global__ void __launch_bounds__(kVerifyThreadsPerBlock)
     BallotGreedyVerifyKernel(GreedyVerifyParams p) {
+  if constexpr (kAllowDependents) greedy_pdl::AllowDependentLaunch();
   const int lane = threadIdx.x % kWarpSize;
   const int seq = blockIdx.x * (kVerifyThreadsPerBlock / kWarpSize) +
                   threadIdx.x / kWarpSize;
@@ -274,94 +264,75 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
 
 // --- Prefix-first verify-and-pack (sm_90) ------------------------------------
 //
-// Two launches for batches whose fused tiles are 32-64 KiB (about 12-25 MiB
-// of draft KV at 4 KiB rows). The fused kernel's prefix chain (offsets ->
-// tokens -> ballot -> look-back) queued behind its own bulk reads, so every
-// store waited for the end of the read phase (docs/PERFORMANCE_LOG.md, runs
-// 6-7). Here the accepted lengths come first, from a verify kernel that
-// reads only tokens (8 bytes per draft row), and the pack kernel is a
-// programmatic dependent launch: its blocks start as soon as every verify
-// block has issued its token loads, read their tile into shared memory in
-// 8 KiB chunks (each on its own mbarrier) while the verify finishes, then
-// wait for the verify grid, take their prefix from the accepted lengths (L2
-// hits, no look-back, no block waits for another) and store each chunk's
-// accepted rows as the chunk lands, so reads and writes overlap as in a copy.
+// Two launches for the batches whose fused tiles would be 32-64 KiB (about
+// 12-25 MiB of draft KV at 4 KiB rows). In one kernel the prefix chain
+// (offsets -> tokens -> ballot -> look-back) held every store back until the
+// tile's reads were done, and reads and writes ran as two phases (70% of a
+// D2D copy, docs/PERFORMANCE_LOG.md runs 6-7). Here:
+//   1. BallotGreedyVerifyKernel<true> writes the accepted lengths (tokens
+//      only, 8 bytes per draft row) and lets its dependent start at once;
+//   2. SpeculativePackKernel, its programmatic dependent, one block per 1/4
+//      of a fused tile (<= 16 KiB): every thread loads its <= 4 16-byte
+//      vectors of the tile into registers first, speculatively (rows are
+//      contiguous, acceptance unknown), finds the sequences overlapping the
+//      tile (offsets: inputs), then waits for the verify grid, sums the
+//      accepted lengths before its tile (L2 hits; no look-back, no block
+//      waits for another block) and stores the accepted rows.
+// Reading rejected rows costs their bytes (at alpha = 0.9 the batch reads
+// 16 MiB to pack 14.4); reading only accepted rows would wait for the verify
+// grid first. Measured on the H100 (bench/greedy/results/2026-11-24-greedy:
+// staged_variants.cu): that order (verify, then copy the accepted rows) was
+// 14.4 us per event pair against 11.7 for a copy; the 64 KiB shared-memory
+// tiles of the first version of this path 15.2-16.2 us.
 
-constexpr int kStagedChunks = 8;  // one per warp of the pack block
-constexpr int kStagedChunkBytes = kFusedStageBytes / kStagedChunks;
-static_assert(kStagedChunks == kFusedThreadsPerBlock / kWarpSize);
+// Vectors per thread of a speculative pack block: 256 x 4 x 16 B = 16 KiB.
+constexpr int kSpeculativeVectors = 4;
+constexpr int64_t kSpeculativeTileBytes =
+    int64_t{kFusedThreadsPerBlock} * kSpeculativeVectors * 16;
+constexpr int kSpeculativeMaxTileRows = kFusedMaxTileRows / 4;
 
-// Verify with the dependent-launch trigger: as BallotGreedyVerifyKernel.
-__global__ void __launch_bounds__(kVerifyThreadsPerBlock)
-    PrefixVerifyKernel(GreedyVerifyParams p) {
-  const int lane = threadIdx.x % kWarpSize;
-  const int seq = blockIdx.x * (kVerifyThreadsPerBlock / kWarpSize) +
-                  threadIdx.x / kWarpSize;
-  if (seq >= p.input.num_sequences) return;  // exiting counts as the trigger
-  const int first = p.input.draft_offsets[seq];
-  const int gamma = p.input.draft_offsets[seq + 1] - first;
-  const int32_t* draft = p.input.draft_tokens + first;
-  const int32_t* target = p.input.target_tokens + first + seq;
-  int next = 0;
-  const int k = BallotAcceptedLength<true>(draft, target, gamma, lane, &next);
-  if (lane == 0) WriteVerifyOutputs(p.output, seq, k, gamma, next);
-}
-
-struct StagedPackSharedStorage {
+struct SpeculativePackSharedStorage {
   union {
     typename cub::BlockScan<int, kFusedThreadsPerBlock>::TempStorage scan;
     typename cub::BlockReduce<int, kFusedThreadsPerBlock>::TempStorage reduce;
   };
-  uint64_t chunk_barrier[kStagedChunks];
-  int all_offsets[kFusedThreadsPerBlock];   // offsets[0 .. b] when b < 256
-  int offsets[kFusedMaxTileRows + 1];       // offsets[s_first .. s_first + n_seq]
-  int first_in_tile[kFusedMaxTileRows];     // first draft row inside the tile
-  int accepted_in_tile[kFusedMaxTileRows];  // accepted rows inside the tile
-  int dest_in_tile[kFusedMaxTileRows];      // exclusive scan of accepted_in_tile
+  int all_offsets[kFusedThreadsPerBlock];       // offsets[0 .. b] when b < 256
+  int offsets[kSpeculativeMaxTileRows + 1];     // offsets[s_first .. + n_seq]
+  int row_dest[kSpeculativeMaxTileRows];        // packed row, or -1 (rejected)
   int tile_prefix;
 };
 
-// One block per tile of tile_rows draft rows (grid = tiles, all resident:
-// nothing waits for another block). kFusedStageBytes of dynamic shared
-// memory. REQUIRES sm_90, row_bytes a multiple of 16 with both KV buffers
-// 16-byte aligned, tile_rows * row_bytes <= kFusedStageBytes; launched after
-// PrefixVerifyKernel with programmatic stream serialization.
+// One block per tile of tile_rows draft rows (tile_rows * row_bytes <=
+// kSpeculativeTileBytes, tile_rows <= kSpeculativeMaxTileRows). REQUIRES
+// row_bytes a multiple of 16 with both KV buffers 16-byte aligned, row_bytes
+// > 0; launched right after BallotGreedyVerifyKernel<true> on its stream,
+// as its programmatic dependent on sm_90 (elsewhere griddepcontrol.wait is
+// nothing and stream order alone must hold: the host launches it only on
+// sm_90).
 __global__ void __launch_bounds__(kFusedThreadsPerBlock)
-    StagedPackKernel(GreedyVerifyParams p, int tile_rows, int total_rows) {
-  __shared__ StagedPackSharedStorage smem;
-  extern __shared__ __align__(128) unsigned char stage[];
+    SpeculativePackKernel(GreedyVerifyParams p, int tile_rows, int total_rows) {
+  __shared__ SpeculativePackSharedStorage smem;
   const int tid = threadIdx.x;
-  const int lane = tid % kWarpSize;
-  const int warp = tid / kWarpSize;
   const int b = p.input.num_sequences;
   const int32_t* offsets = p.input.draft_offsets;
-  const int tile = blockIdx.x;
-  const int tile_start = tile * tile_rows;
+  const int tile_start = blockIdx.x * tile_rows;
   const int tile_end = min(tile_start + tile_rows, total_rows);
   const int64_t rb = p.input.row_bytes;
-  const uint32_t tile_bytes = static_cast<uint32_t>((tile_end - tile_start) * rb);
-  const int chunks = static_cast<int>(
-      (tile_bytes + kStagedChunkBytes - 1) / kStagedChunkBytes);
+  const int units_per_row = static_cast<int>(rb / 16);
+  const int tile_units = (tile_end - tile_start) * units_per_row;  // <= 1024
 
-  // (1) The whole tile, global -> shared, chunk c completing on barrier c.
-  // Inputs only, so this runs while the verify grid is still working; the
-  // barriers are initialized before the block's next __syncthreads, which
-  // precedes every wait.
-  if (tid == 0) {
-    greedy_tma::InitBarriers(smem.chunk_barrier, chunks);
-    const auto* from = reinterpret_cast<const unsigned char*>(p.input.draft_kv) +
-                       int64_t{tile_start} * rb;
-    for (int c = 0; c < chunks; ++c) {
-      const uint32_t off = static_cast<uint32_t>(c) * kStagedChunkBytes;
-      const uint32_t bytes = min(static_cast<uint32_t>(kStagedChunkBytes),
-                                 tile_bytes - off);
-      greedy_tma::ArriveExpectBytes(&smem.chunk_barrier[c], bytes);
-      greedy_tma::LoadToShared(stage + off, from + off, bytes,
-                               &smem.chunk_barrier[c]);
-    }
+  // (1) The whole tile, speculatively: inputs only, so the loads are in
+  // flight while the verify grid still runs.
+  const uint4* src = reinterpret_cast<const uint4*>(p.input.draft_kv) +
+                     int64_t{tile_start} * units_per_row;
+  uint4 v[kSpeculativeVectors];
+#pragma unroll
+  for (int u = 0; u < kSpeculativeVectors; ++u) {
+    const int i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) v[u] = __ldcs(src + i);
   }
 
-  // (2) The sequences overlapping the tile (inputs only): as in the fused
+  // (2) The sequences overlapping the tile (inputs only): as the fused
   // kernel's step (3).
   const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
   const int sample = tid * stride;
@@ -383,67 +354,58 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   }
   const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
 
-  // (3) The verify grid's outputs: accepted lengths, then this tile's prefix
-  // = accepted rows of sequences before s_first + those of s_first before
-  // tile_start, and each overlapping sequence's accepted rows in the tile.
-  greedy_tma::WaitForPrimaryGrid();
+  // (3) The verify grid's accepted lengths: this tile's prefix = accepted
+  // rows of the sequences before s_first + those of s_first before
+  // tile_start; then each overlapping sequence's accepted rows in the tile.
+  greedy_pdl::WaitForPrimaryGrid();
   const int32_t* accepted = p.output.accepted_lengths;
   int before = 0;
   for (int s = tid; s < s_first; s += kFusedThreadsPerBlock) before += accepted[s];
+  int first = 0;
+  int k = 0;
   int in_tile = 0;
   if (tid < n_seq) {
-    const int first = smem.offsets[tid];
-    const int k = accepted[s_first + tid];
-    const int lo = max(first, tile_start);
+    first = smem.offsets[tid];
+    k = accepted[s_first + tid];
     if (tid == 0) before += min(k, tile_start - first);  // first <= tile_start
-    in_tile = max(0, min(first + k, tile_end) - lo);
-    smem.first_in_tile[tid] = lo;
-    smem.accepted_in_tile[tid] = in_tile;
+    in_tile = max(0, min(first + k, tile_end) - max(first, tile_start));
   }
   const int prefix =
       cub::BlockReduce<int, kFusedThreadsPerBlock>(smem.reduce).Sum(before);
   if (tid == 0) smem.tile_prefix = prefix;
-  __syncthreads();  // reduce storage reused by the scan
+  __syncthreads();  // the reduce's storage is the scan's
   int dest = 0;
   int tile_aggregate = 0;
   cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan).ExclusiveSum(
       in_tile, dest, tile_aggregate);
-  if (tid < n_seq) smem.dest_in_tile[tid] = dest;
-  __syncthreads();
   const int tile_prefix = smem.tile_prefix;
-  if (tid < n_seq && smem.offsets[tid] >= tile_start) {
-    p.output.packed_row_offsets[s_first + tid] = tile_prefix + dest;
+  if (tid < n_seq) {
+    if (first >= tile_start) {
+      p.output.packed_row_offsets[s_first + tid] = tile_prefix + dest;
+    }
+    const int lo = max(first, tile_start);
+    const int end = min(smem.offsets[tid + 1], tile_end);
+    for (int r = lo; r < end; ++r) {
+      smem.row_dest[r - tile_start] =
+          r - lo < in_tile ? tile_prefix + dest + (r - lo) : -1;
+    }
   }
-  if (tile == gridDim.x - 1 && tid == 0) {
+  if (blockIdx.x == gridDim.x - 1 && tid == 0) {
     p.output.packed_row_offsets[b] = tile_prefix + tile_aggregate;
   }
+  __syncthreads();
 
-  // (4) Lane 0 of warp c: once chunk c landed, one bulk store per accepted
-  // run (a sequence's accepted rows in the tile, contiguous in both buffers)
-  // intersecting it. Every issued chunk is waited for, stored or not: no
-  // bulk load may outlive the block.
-  if (lane != 0 || warp >= chunks) return;
-  const uint32_t chunk_lo = static_cast<uint32_t>(warp) * kStagedChunkBytes;
-  const uint32_t chunk_hi =
-      min(chunk_lo + static_cast<uint32_t>(kStagedChunkBytes), tile_bytes);
-  greedy_tma::WaitPhaseZero(&smem.chunk_barrier[warp]);
-  bool stored = false;
-  for (int q = 0; q < n_seq; ++q) {
-    const int rows = smem.accepted_in_tile[q];
-    if (rows == 0) continue;
-    const uint32_t run_lo =
-        static_cast<uint32_t>((smem.first_in_tile[q] - tile_start) * rb);
-    const uint32_t run_hi = run_lo + static_cast<uint32_t>(rows * rb);
-    const uint32_t lo = max(run_lo, chunk_lo);
-    const uint32_t hi = min(run_hi, chunk_hi);
-    if (lo >= hi) continue;
-    greedy_tma::StoreFromShared(
-        p.output.packed_kv +
-            int64_t{tile_prefix + smem.dest_in_tile[q]} * rb + (lo - run_lo),
-        stage + lo, hi - lo);
-    stored = true;
+  // (4) The accepted rows' vectors.
+  uint4* dst = reinterpret_cast<uint4*>(p.output.packed_kv);
+#pragma unroll
+  for (int u = 0; u < kSpeculativeVectors; ++u) {
+    const int i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) {
+      const int row = i / units_per_row;
+      const int d = smem.row_dest[row];
+      if (d >= 0) dst[int64_t{d} * units_per_row + (i - row * units_per_row)] = v[u];
+    }
   }
-  if (stored) greedy_tma::CommitAndWaitStores();
 }
 
 // --- Fused verify-and-pack -----------------------------------------------------
@@ -525,10 +487,6 @@ __device__ __forceinline__ int BlockLookback(unsigned long long* status,
 // 3 blocks per SM: caps registers at 85 (the speculative first round keeps
 // 8 vectors live across verification; unbounded, ptxas took 123 and only 2
 // blocks fit an SM).
-// kStaged (launched only on sm_90+, 16-byte vectors, tiles in (32 KiB,
-// kFusedStageBytes], kFusedStageBytes of dynamic shared memory, never in
-// redundant mode): the tile is read by bulk copies into shared memory instead
-// of registers. Compiled for an older target it takes the register path.
 template <int kVec>
 __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
     FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
@@ -827,49 +785,30 @@ cudaError_t DispatchVector(int vec, Args&&... args) {
   }
 }
 
-// Blocks of a kernel the device holds at once (occupancy x SMs), computed
-// once per device: host-only queries, so they are allowed while a stream is
-// being captured.
+// Blocks of the fused kernel the device holds at once (occupancy x SMs),
+// computed once per device and vector width: a host-only query, so it is
+// allowed while a stream is being captured. Returns 0 when unknown (the
+// launch then takes the tile counter).
 constexpr int kMaxCachedDevices = 64;
 
-// Returns 0 when unknown (the launch then takes another kernel or the tile
-// counter). A kernel with dynamic shared memory (the staged pack, sm_90 only)
-// first gets its allowance (a host-side function attribute: no stream work);
-// a refusal is a property of the device and is remembered as such.
-template <typename Kernel>
-int ResidentBlocks(Kernel* kernel, int dynamic_bytes,
-                   std::atomic<int> (&cache)[kMaxCachedDevices]) {
+template <int kVec>
+int FusedResidentBlocks() {
+  static std::atomic<int> cache[kMaxCachedDevices];
   int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return 0;
   std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
   if (slot != nullptr) {
     if (const int cached = slot->load(std::memory_order_relaxed); cached != 0) {
-      return std::max(cached, 0);
+      return cached;
     }
   }
-  const bool staged = dynamic_bytes > 0;
   int sms = 0;
   int per_sm = 0;
-  int major = 0;
-  bool ok =
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) ==
-          cudaSuccess &&
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                             device) == cudaSuccess;
-  if (ok && staged) {
-    ok = major >= 9 &&
-         cudaFuncSetAttribute(kernel,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              dynamic_bytes) == cudaSuccess;
-  }
-  ok = ok && cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                 &per_sm, kernel, kFusedThreadsPerBlock, dynamic_bytes) ==
-                 cudaSuccess;
-  if (!ok) {
-    if (staged) {
-      cudaGetLastError();  // a refused attribute is not the caller's error
-      if (slot != nullptr) slot->store(-1, std::memory_order_relaxed);
-    }
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, FusedGreedyVerifyPackKernel<kVec>, kFusedThreadsPerBlock,
+          0) != cudaSuccess) {
     return 0;
   }
   const int resident = sms * per_sm;
@@ -877,38 +816,53 @@ int ResidentBlocks(Kernel* kernel, int dynamic_bytes,
   return resident;
 }
 
-template <int kVec>
-int FusedResidentBlocks() {
-  static std::atomic<int> cache[kMaxCachedDevices];
-  return ResidentBlocks(FusedGreedyVerifyPackKernel<kVec>, 0, cache);
-}
-
-int StagedPackResidentBlocks() {
-  static std::atomic<int> cache[kMaxCachedDevices];
-  return ResidentBlocks(StagedPackKernel, kFusedStageBytes, cache);
-}
-
-// The prefix-first path: PrefixVerifyKernel, then StagedPackKernel as its
-// programmatic dependent (sm_90 only: StagedPackResidentBlocks() > 0 says so).
-cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch, int tile_rows,
-                              int num_tiles, cudaStream_t stream) {
+// The prefix-first path (sm_90): the verify kernel, then SpeculativePackKernel
+// as its programmatic dependent over tiles of fused_tile_rows / 4 rows.
+cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
+                              int fused_tile_rows, cudaStream_t stream) {
   constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
   const int b = batch.params.input.num_sequences;
-  PrefixVerifyKernel<<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
-                       kVerifyThreadsPerBlock, 0, stream>>>(batch.params);
+  BallotGreedyVerifyKernel<true><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
+                                   kVerifyThreadsPerBlock, 0, stream>>>(
+      batch.params);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const int tile_rows = fused_tile_rows / 4;
+  const int64_t num_tiles =
+      (batch.total_draft_rows + tile_rows - 1) / tile_rows;
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>(num_tiles));
   config.blockDim = dim3(kFusedThreadsPerBlock);
-  config.dynamicSmemBytes = kFusedStageBytes;
+  config.dynamicSmemBytes = 0;
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, StagedPackKernel, batch.params, tile_rows,
+  return cudaLaunchKernelEx(&config, SpeculativePackKernel, batch.params,
+                            tile_rows,
                             static_cast<int>(batch.total_draft_rows));
+}
+
+// Whether the current device takes programmatic dependent launches (compute
+// capability >= 9), cached per device ordinal (0 unknown, 1 no, 2 yes).
+bool DeviceTakesDependentLaunch() {
+  static std::atomic<int> cache[kMaxCachedDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
+  if (slot != nullptr) {
+    if (const int cached = slot->load(std::memory_order_relaxed); cached != 0) {
+      return cached == 2;
+    }
+  }
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess) {
+    return false;
+  }
+  if (slot != nullptr) slot->store(major >= 9 ? 2 : 1, std::memory_order_relaxed);
+  return major >= 9;
 }
 
 template <int kVec>
@@ -924,15 +878,17 @@ struct FusedLaunch {
     if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
       return cudaErrorInvalidValue;
     }
-    // Staged tiles (prefix-first path): more than one register round, at
-    // most the stage, one wave (every tile resident at once).
+    // Prefix-first path: fused tiles of more than one register round (32
+    // KiB) and at most 64 KiB in one wave (the former staged tiles), on
+    // sm_90. Its pack tiles are a quarter of those: <= 16 KiB, >= 1 row.
     if constexpr (kVec == 16) {
       const int64_t tile_bytes = int64_t{tile_rows} * rb;
+      static_assert(kFusedMinTileRows % 4 == 0 &&
+                    kFusedMaxTileRows / 4 == kSpeculativeMaxTileRows);
       if (tile_bytes > int64_t{kFusedThreadsPerBlock} * kCopyUnroll * kVec &&
-          tile_bytes <= kFusedStageBytes &&
-          StagedPackResidentBlocks() >= num_tiles) {
-        return LaunchPrefixFirst(batch, tile_rows, static_cast<int>(num_tiles),
-                                 stream);
+          tile_bytes <= 4 * kSpeculativeTileBytes && num_tiles <= resident &&
+          DeviceTakesDependentLaunch()) {
+        return LaunchPrefixFirst(batch, tile_rows, stream);
       }
     }
     const bool dynamic_tiles = num_tiles > resident;
@@ -1124,7 +1080,7 @@ cudaError_t LaunchGreedyVerifyOnly(const GreedyDeviceBatch& batch,
       return cudaGetLastError();
     case GreedyScanKernel::kBallot: {
       constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
-      BallotGreedyVerifyKernel<<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
+      BallotGreedyVerifyKernel<false><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
                                  kVerifyThreadsPerBlock, 0, stream>>>(
           batch.params);
       return cudaGetLastError();

@@ -172,10 +172,11 @@ INSTANTIATE_TEST_SUITE_P(
     Random, GreedyCudaGridTest, ::testing::ValuesIn(RandomRaggedCases()),
     [](const auto& info) { return testing::GreedyCaseName(info.param); });
 
-// Batches the fused path serves prefix-first on sm_90 (staged tiles of
-// 32-64 KiB, one wave): the stress shape of issue #4 (b = 32, gamma = 128,
-// 4 KiB rows), rows larger than a staging chunk (runs span chunks), and
-// rows that are not a power of two (chunk borders fall inside rows).
+// Batches the fused path serves prefix-first on sm_90 (fused tiles of
+// 32-64 KiB in one wave; pack tiles of a quarter of that): the stress shape
+// of issue #4 (b = 32, gamma = 128, 4 KiB rows: 4 rows per pack tile),
+// one 16 KiB row per pack tile (every vector of every thread used), and
+// 4112-byte rows (2 rows per pack tile, threads with partial vector sets).
 std::vector<GreedyWorkloadOptions> StagedTileCases() {
   struct Shape {
     int32_t b, gamma_min, gamma_max;
@@ -241,7 +242,7 @@ TEST(GreedyCudaVerifyOnlyTest, ScanKernelsMatchReferenceAndWriteNothingElse) {
 // Each path captured once into a CUDA graph and replayed: no allocation, no
 // sync, no host read inside, and replays keep producing the right answer
 // (the fused look-back state resets itself between replays).
-// Shapes: look-back tiles (b = 300), and prefix-first staged tiles (b = 32,
+// Shapes: look-back tiles (b = 300), and the prefix-first path (b = 32,
 // gamma = 128: two launches, the second a programmatic dependent).
 class GreedyCudaGraphTest : public ::testing::TestWithParam<int32_t> {};
 
