@@ -32,7 +32,6 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
-#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
@@ -216,11 +215,34 @@ __global__ void NaiveGreedyVerifyKernel(GreedyVerifyParams p) {
   WriteVerifyOutputs(p.output, seq, k, gamma, target[k]);
 }
 
+// Asks L2 for the lines of bytes [0, bytes) at `base`, the grid's threads
+// striding (a hint: no result, no fault beyond the buffer's own lines).
+__device__ __forceinline__ void PrefetchL2(const void* base, int64_t bytes) {
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(base);
+  const uintptr_t end = begin + static_cast<uintptr_t>(bytes);
+  const uintptr_t stride = uintptr_t{gridDim.x} * blockDim.x * 128;
+  for (uintptr_t line = (begin & ~uintptr_t{127}) +
+                        (uintptr_t{blockIdx.x} * blockDim.x + threadIdx.x) * 128;
+       line < end; line += stride) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+  }
+}
+
 // kAllowDependents: the primary grid of the prefix-first path, which lets
 // its programmatic dependent (SpeculativePackKernel) be scheduled at once.
+// Before that, prefetch_rows > 0 (= total draft rows) has the grid ask L2
+// for every draft and target token: their extents need no offsets, so the
+// requests go out before the dependent's speculative KV reads, instead of
+// one offsets round trip later, behind them (measured in
+// bench/greedy/results/2026-11-24-greedy, "libV" variants).
 template <bool kAllowDependents>
 __global__ void __launch_bounds__(kVerifyThreadsPerBlock)
-    BallotGreedyVerifyKernel(GreedyVerifyParams p) {
+    BallotGreedyVerifyKernel(GreedyVerifyParams p, int prefetch_rows) {
+  if (prefetch_rows > 0) {
+    PrefetchL2(p.input.draft_tokens, int64_t{prefetch_rows} * 4);
+    PrefetchL2(p.input.target_tokens,
+               (int64_t{prefetch_rows} + p.input.num_sequences) * 4);
+  }
   if constexpr (kAllowDependents) greedy_pdl::AllowDependentLaunch();
   const int lane = threadIdx.x % kWarpSize;
   const int seq = blockIdx.x * (kVerifyThreadsPerBlock / kWarpSize) +
@@ -292,15 +314,12 @@ constexpr int64_t kSpeculativeTileBytes =
 constexpr int kSpeculativeMaxTileRows = kFusedMaxTileRows / 4;
 
 struct SpeculativePackSharedStorage {
-  union {
-    typename cub::BlockScan<int, kFusedThreadsPerBlock>::TempStorage scan;
-    typename cub::BlockReduce<int, kFusedThreadsPerBlock>::TempStorage reduce;
-  };
   int all_offsets[kFusedThreadsPerBlock];       // offsets[0 .. b] when b < 256
   int offsets[kSpeculativeMaxTileRows + 1];     // offsets[s_first .. + n_seq]
   int row_dest[kSpeculativeMaxTileRows];        // packed row, or -1 (rejected)
-  int tile_prefix;
+  int tile_prefix;  // accepted rows before the tile, summed by warps 1..7
 };
+static_assert(kSpeculativeMaxTileRows <= kWarpSize);  // n_seq fits warp 0
 
 // One block per tile of tile_rows draft rows (tile_rows * row_bytes <=
 // kSpeculativeTileBytes, tile_rows <= kSpeculativeMaxTileRows). REQUIRES
@@ -313,6 +332,8 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
     SpeculativePackKernel(GreedyVerifyParams p, int tile_rows, int total_rows) {
   __shared__ SpeculativePackSharedStorage smem;
   const int tid = threadIdx.x;
+  const int lane = tid % kWarpSize;
+  const int warp = tid / kWarpSize;
   const int b = p.input.num_sequences;
   const int32_t* offsets = p.input.draft_offsets;
   const int tile_start = blockIdx.x * tile_rows;
@@ -333,7 +354,8 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   }
 
   // (2) The sequences overlapping the tile (inputs only): as the fused
-  // kernel's step (3).
+  // kernel's step (3). Its barriers also publish tile_prefix = 0.
+  if (tid == 0) smem.tile_prefix = 0;
   const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
   const int sample = tid * stride;
   const int sample_value = sample <= b ? offsets[sample] : INT_MAX;
@@ -355,43 +377,51 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
 
   // (3) The verify grid's accepted lengths: this tile's prefix = accepted
-  // rows of the sequences before s_first + those of s_first before
-  // tile_start; then each overlapping sequence's accepted rows in the tile.
+  // rows of the sequences before s_first (every thread sums a share, one
+  // shared atomic each) + those of s_first before tile_start; warp 0 scans
+  // the overlapping sequences' accepted rows in the tile (n_seq <= 32).
+  // Two barriers after the wait, no cub block primitives.
   greedy_pdl::WaitForPrimaryGrid();
   const int32_t* accepted = p.output.accepted_lengths;
   int before = 0;
-  for (int s = tid; s < s_first; s += kFusedThreadsPerBlock) before += accepted[s];
   int first = 0;
   int k = 0;
-  int in_tile = 0;
-  if (tid < n_seq) {
-    first = smem.offsets[tid];
-    k = accepted[s_first + tid];
-    if (tid == 0) before += min(k, tile_start - first);  // first <= tile_start
-    in_tile = max(0, min(first + k, tile_end) - max(first, tile_start));
+  if (warp == 0 && lane < n_seq) {
+    first = smem.offsets[lane];
+    k = accepted[s_first + lane];
   }
-  const int prefix =
-      cub::BlockReduce<int, kFusedThreadsPerBlock>(smem.reduce).Sum(before);
-  if (tid == 0) smem.tile_prefix = prefix;
-  __syncthreads();  // the reduce's storage is the scan's
-  int dest = 0;
-  int tile_aggregate = 0;
-  cub::BlockScan<int, kFusedThreadsPerBlock>(smem.scan).ExclusiveSum(
-      in_tile, dest, tile_aggregate);
-  const int tile_prefix = smem.tile_prefix;
-  if (tid < n_seq) {
-    if (first >= tile_start) {
-      p.output.packed_row_offsets[s_first + tid] = tile_prefix + dest;
-    }
-    const int lo = max(first, tile_start);
-    const int end = min(smem.offsets[tid + 1], tile_end);
-    for (int r = lo; r < end; ++r) {
-      smem.row_dest[r - tile_start] =
-          r - lo < in_tile ? tile_prefix + dest + (r - lo) : -1;
+  for (int s = tid; s < s_first; s += kFusedThreadsPerBlock) before += accepted[s];
+  if (warp == 0) {
+    if (lane == 0) before += min(k, tile_start - first);  // first <= tile_start
+#pragma unroll
+    for (int delta = kWarpSize / 2; delta > 0; delta /= 2) {
+      before += __shfl_xor_sync(kFullMask, before, delta);
     }
   }
-  if (blockIdx.x == gridDim.x - 1 && tid == 0) {
-    p.output.packed_row_offsets[b] = tile_prefix + tile_aggregate;
+  if (warp != 0 && before != 0) atomicAdd(&smem.tile_prefix, before);
+  __syncthreads();
+  if (warp == 0) {
+    const int tile_prefix = smem.tile_prefix + before;
+    const int in_tile =
+        lane < n_seq ? max(0, min(first + k, tile_end) - max(first, tile_start)) : 0;
+    int inclusive = in_tile;
+#pragma unroll
+    for (int delta = 1; delta < kWarpSize; delta *= 2) {
+      const int y = __shfl_up_sync(kFullMask, inclusive, delta);
+      if (lane >= delta) inclusive += y;
+    }
+    const int dest = tile_prefix + inclusive - in_tile;
+    if (lane < n_seq) {
+      if (first >= tile_start) p.output.packed_row_offsets[s_first + lane] = dest;
+      const int lo = max(first, tile_start);
+      const int end = min(smem.offsets[lane + 1], tile_end);
+      for (int r = lo; r < end; ++r) {
+        smem.row_dest[r - tile_start] = r - lo < in_tile ? dest + (r - lo) : -1;
+      }
+    }
+    if (blockIdx.x == gridDim.x - 1 && lane == kWarpSize - 1) {
+      p.output.packed_row_offsets[b] = tile_prefix + inclusive;
+    }
   }
   __syncthreads();
 
@@ -824,7 +854,7 @@ cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
   const int b = batch.params.input.num_sequences;
   BallotGreedyVerifyKernel<true><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
                                    kVerifyThreadsPerBlock, 0, stream>>>(
-      batch.params);
+      batch.params, static_cast<int>(batch.total_draft_rows));
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int tile_rows = fused_tile_rows / 4;
   const int64_t num_tiles =
@@ -1082,7 +1112,7 @@ cudaError_t LaunchGreedyVerifyOnly(const GreedyDeviceBatch& batch,
       constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
       BallotGreedyVerifyKernel<false><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
                                  kVerifyThreadsPerBlock, 0, stream>>>(
-          batch.params);
+          batch.params, 0);
       return cudaGetLastError();
     }
   }

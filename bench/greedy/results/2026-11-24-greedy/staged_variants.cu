@@ -19,6 +19,12 @@
 #include <string>
 #include <vector>
 
+#ifdef WITH_LIB
+// The library's kernels in this translation unit (anonymous namespace), so
+// each half of the committed path can be paired with the variants below.
+#include "kernels/greedy/greedy_cuda.cu"
+#endif
+
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
   std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); std::exit(1);} } while (0)
 
@@ -370,6 +376,35 @@ int main(int argc, char** argv) {
     {"V1+b2_16_pdl_issue", [&](int c) { VerifyK<1><<<vgrid, 256, 0, st>>>(ps[c]); return LaunchPdl(PackB2<false>, tiles16, 0, st, true, ps[c], 4); }, false},
     {"A1+staged8_pdl_start", [&](int c) { VerifyOneBlock<2><<<1, 1024, a1smem, st>>>(ps[c]); return LaunchPdl(PackStaged<8>, tiles64, kStage, st, true, ps[c], tile_rows); }, true},
   };
+#ifdef WITH_LIB
+  std::vector<specverify::GreedyDeviceBatch> lb(copies);
+  std::vector<int> nextd_h(b);
+  int* nextd; uint8_t* mmd; CK(cudaMalloc(&nextd, 4 * b)); CK(cudaMalloc(&mmd, b));
+  for (int c = 0; c < copies; ++c) {
+    specverify::GreedyDeviceBatch& g = lb[c];
+    g.params.input = {b, ps[c].off, ps[c].draft, ps[c].target, reinterpret_cast<const std::byte*>(ps[c].kv), rb};
+    g.params.output = {kd, nextd, mmd, pod, reinterpret_cast<std::byte*>(out)};
+    g.total_draft_rows = rows; g.max_gamma = gamma;
+  }
+  auto scratch = specverify::AllocateGreedyScratch(specverify::GreedyScratchLimits{}, st);
+  if (!scratch.ok()) { std::fprintf(stderr, "scratch\n"); return 1; }
+  const specverify::GreedyScratch sv = scratch->view;
+  vs.push_back({"lib_fused", [&](int c) { return specverify::LaunchGreedyVerifyPack(lb[c], specverify::GreedyPath::kFused, sv, st); }, true});
+  vs.push_back({"lib_prefix_first", [&](int c) { return specverify::LaunchPrefixFirst(lb[c], 16, st); }, true});
+  vs.push_back({"libV+b2spec", [&](int c) {
+    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params, rows);
+    return LaunchPdl(PackB2<true>, tiles16, 0, st, true, ps[c], 4); }, false});
+  vs.push_back({"libV_noprefetch+libB", [&](int c) {
+    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params, 0);
+    return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, true, lb[c].params, 4, rows); }, true});
+  vs.push_back({"V2+libB", [&](int c) {
+    VerifyK<2><<<vgrid, 256, 0, st>>>(ps[c]);
+    return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, true, lb[c].params, 4, rows); }, true});
+  vs.push_back({"libB_alone", [&](int c) {
+    return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, false, lb[c].params, 4, rows); }, true});
+  vs.push_back({"libV_alone", [&](int c) {
+    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params, rows); return cudaGetLastError(); }, false});
+#endif
   // Residency caps of the speculative pack (blocks per SM, by padding dynamic
   // shared memory): fewer resident blocks = fewer bytes of speculative reads
   // queued ahead of the verify grid's token loads.
