@@ -215,34 +215,14 @@ __global__ void NaiveGreedyVerifyKernel(GreedyVerifyParams p) {
   WriteVerifyOutputs(p.output, seq, k, gamma, target[k]);
 }
 
-// Asks L2 for the lines of bytes [0, bytes) at `base`, the grid's threads
-// striding (a hint: no result, no fault beyond the buffer's own lines).
-__device__ __forceinline__ void PrefetchL2(const void* base, int64_t bytes) {
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(base);
-  const uintptr_t end = begin + static_cast<uintptr_t>(bytes);
-  const uintptr_t stride = uintptr_t{gridDim.x} * blockDim.x * 128;
-  for (uintptr_t line = (begin & ~uintptr_t{127}) +
-                        (uintptr_t{blockIdx.x} * blockDim.x + threadIdx.x) * 128;
-       line < end; line += stride) {
-    asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
-  }
-}
-
 // kAllowDependents: the primary grid of the prefix-first path, which lets
 // its programmatic dependent (SpeculativePackKernel) be scheduled at once.
-// Before that, prefetch_rows > 0 (= total draft rows) has the grid ask L2
-// for every draft and target token: their extents need no offsets, so the
-// requests go out before the dependent's speculative KV reads, instead of
-// one offsets round trip later, behind them (measured in
-// bench/greedy/results/2026-11-24-greedy, "libV" variants).
+// (Prefetching every token line into L2 before that, so the token loads
+// would not queue behind the dependent's reads, measured no faster: 15.07
+// vs 14.94 us, bench/greedy/results/2026-11-24-greedy/SUMMARY.md.)
 template <bool kAllowDependents>
 __global__ void __launch_bounds__(kVerifyThreadsPerBlock)
-    BallotGreedyVerifyKernel(GreedyVerifyParams p, int prefetch_rows) {
-  if (prefetch_rows > 0) {
-    PrefetchL2(p.input.draft_tokens, int64_t{prefetch_rows} * 4);
-    PrefetchL2(p.input.target_tokens,
-               (int64_t{prefetch_rows} + p.input.num_sequences) * 4);
-  }
+    BallotGreedyVerifyKernel(GreedyVerifyParams p) {
   if constexpr (kAllowDependents) greedy_pdl::AllowDependentLaunch();
   const int lane = threadIdx.x % kWarpSize;
   const int seq = blockIdx.x * (kVerifyThreadsPerBlock / kWarpSize) +
@@ -854,7 +834,7 @@ cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
   const int b = batch.params.input.num_sequences;
   BallotGreedyVerifyKernel<true><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
                                    kVerifyThreadsPerBlock, 0, stream>>>(
-      batch.params, static_cast<int>(batch.total_draft_rows));
+      batch.params);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int tile_rows = fused_tile_rows / 4;
   const int64_t num_tiles =
@@ -1112,7 +1092,7 @@ cudaError_t LaunchGreedyVerifyOnly(const GreedyDeviceBatch& batch,
       constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
       BallotGreedyVerifyKernel<false><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
                                  kVerifyThreadsPerBlock, 0, stream>>>(
-          batch.params, 0);
+          batch.params);
       return cudaGetLastError();
     }
   }

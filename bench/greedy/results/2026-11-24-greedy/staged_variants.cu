@@ -392,18 +392,15 @@ int main(int argc, char** argv) {
   vs.push_back({"lib_fused", [&](int c) { return specverify::LaunchGreedyVerifyPack(lb[c], specverify::GreedyPath::kFused, sv, st); }, true});
   vs.push_back({"lib_prefix_first", [&](int c) { return specverify::LaunchPrefixFirst(lb[c], 16, st); }, true});
   vs.push_back({"libV+b2spec", [&](int c) {
-    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params, rows);
+    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params);
     return LaunchPdl(PackB2<true>, tiles16, 0, st, true, ps[c], 4); }, false});
-  vs.push_back({"libV_noprefetch+libB", [&](int c) {
-    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params, 0);
-    return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, true, lb[c].params, 4, rows); }, true});
   vs.push_back({"V2+libB", [&](int c) {
     VerifyK<2><<<vgrid, 256, 0, st>>>(ps[c]);
     return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, true, lb[c].params, 4, rows); }, true});
   vs.push_back({"libB_alone", [&](int c) {
     return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, false, lb[c].params, 4, rows); }, true});
   vs.push_back({"libV_alone", [&](int c) {
-    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params, rows); return cudaGetLastError(); }, false});
+    specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params); return cudaGetLastError(); }, false});
 #endif
   // Residency caps of the speculative pack (blocks per SM, by padding dynamic
   // shared memory): fewer resident blocks = fewer bytes of speculative reads
