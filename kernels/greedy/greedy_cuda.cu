@@ -216,7 +216,7 @@ __global__ void NaiveGreedyVerifyKernel(GreedyVerifyParams p) {
 }
 
 // kAllowDependents: the primary grid of the prefix-first path, which lets
-// its programmatic dependent (PrefixFirstPackKernel) be scheduled at once.
+// its programmatic dependent (SpeculativePackKernel) be scheduled at once.
 // (Prefetching every token line into L2 before that, so the token loads
 // would not queue behind the dependent's reads, measured no faster: 15.07
 // vs 14.94 us, bench/greedy/results/2026-11-24-greedy/SUMMARY.md.)
@@ -273,43 +273,44 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
 // D2D copy, docs/PERFORMANCE_LOG.md runs 6-7). Here:
 //   1. BallotGreedyVerifyKernel<true> writes the accepted lengths (tokens
 //      only, 8 bytes per draft row) and lets its dependent start at once;
-//   2. PrefixFirstPackKernel, its programmatic dependent, one block per 1/4
-//      of a fused tile (<= 16 KiB), finds the sequences overlapping its tile
-//      (offsets: inputs) while the verify runs, then waits for the verify
-//      grid, sums the accepted lengths before its tile (L2 hits; no
-//      look-back, no block waits for another block) and copies only the
-//      accepted rows, a plain streaming copy.
-// Measured against the alternatives on the H100 in the same runs
-// (bench/greedy/results/2026-11-24-greedy/SUMMARY.md, staged_variants.cu):
-// loading the whole tile speculatively before the wait (into registers or,
-// first version, 64 KiB TMA tiles in shared memory) was slower at alpha =
-// 0.9 and much slower at 0.6: those reads queue ahead of the verify grid's
-// token loads and read the rejected rows too.
+//   2. SpeculativePackKernel, its programmatic dependent, one block per 1/4
+//      of a fused tile (<= 16 KiB): every thread loads its <= 4 16-byte
+//      vectors of the tile into registers first, speculatively (rows are
+//      contiguous, acceptance unknown), finds the sequences overlapping the
+//      tile (offsets: inputs), then waits for the verify grid, sums the
+//      accepted lengths before its tile (L2 hits; no look-back, no block
+//      waits for another block) and stores the accepted rows.
+// Reading rejected rows costs their bytes (at alpha = 0.9 the batch reads
+// 16 MiB to pack 14.4); reading only accepted rows would wait for the verify
+// grid first. Measured on the H100 (bench/greedy/results/2026-11-24-greedy:
+// staged_variants.cu): that order (verify, then copy the accepted rows) was
+// 14.4 us per event pair against 11.7 for a copy; the 64 KiB shared-memory
+// tiles of the first version of this path 15.2-16.2 us.
 
-// Vectors per thread of a pack block: 256 x 4 x 16 B = 16 KiB.
-constexpr int kPackTileVectors = 4;
-constexpr int64_t kPackTileBytes =
-    int64_t{kFusedThreadsPerBlock} * kPackTileVectors * 16;
-constexpr int kPackMaxTileRows = kFusedMaxTileRows / 4;
+// Vectors per thread of a speculative pack block: 256 x 4 x 16 B = 16 KiB.
+constexpr int kSpeculativeVectors = 4;
+constexpr int64_t kSpeculativeTileBytes =
+    int64_t{kFusedThreadsPerBlock} * kSpeculativeVectors * 16;
+constexpr int kSpeculativeMaxTileRows = kFusedMaxTileRows / 4;
 
-struct PrefixFirstPackSharedStorage {
+struct SpeculativePackSharedStorage {
   int all_offsets[kFusedThreadsPerBlock];       // offsets[0 .. b] when b < 256
-  int offsets[kPackMaxTileRows + 1];     // offsets[s_first .. + n_seq]
-  int row_dest[kPackMaxTileRows];        // packed row, or -1 (rejected)
+  int offsets[kSpeculativeMaxTileRows + 1];     // offsets[s_first .. + n_seq]
+  int row_dest[kSpeculativeMaxTileRows];        // packed row, or -1 (rejected)
   int tile_prefix;  // accepted rows before the tile, summed by warps 1..7
 };
-static_assert(kPackMaxTileRows <= kWarpSize);  // n_seq fits warp 0
+static_assert(kSpeculativeMaxTileRows <= kWarpSize);  // n_seq fits warp 0
 
 // One block per tile of tile_rows draft rows (tile_rows * row_bytes <=
-// kPackTileBytes, tile_rows <= kPackMaxTileRows). REQUIRES
+// kSpeculativeTileBytes, tile_rows <= kSpeculativeMaxTileRows). REQUIRES
 // row_bytes a multiple of 16 with both KV buffers 16-byte aligned, row_bytes
 // > 0; launched right after BallotGreedyVerifyKernel<true> on its stream,
 // as its programmatic dependent on sm_90 (elsewhere griddepcontrol.wait is
 // nothing and stream order alone must hold: the host launches it only on
 // sm_90).
 __global__ void __launch_bounds__(kFusedThreadsPerBlock)
-    PrefixFirstPackKernel(GreedyVerifyParams p, int tile_rows, int total_rows) {
-  __shared__ PrefixFirstPackSharedStorage smem;
+    SpeculativePackKernel(GreedyVerifyParams p, int tile_rows, int total_rows) {
+  __shared__ SpeculativePackSharedStorage smem;
   const int tid = threadIdx.x;
   const int lane = tid % kWarpSize;
   const int warp = tid / kWarpSize;
@@ -321,9 +322,19 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   const int units_per_row = static_cast<int>(rb / 16);
   const int tile_units = (tile_end - tile_start) * units_per_row;  // <= 1024
 
-  // (1) The sequences overlapping the tile (inputs only, so this runs while
-  // the verify grid still works): as the fused kernel's step (3). Its
-  // barriers also publish tile_prefix = 0.
+  // (1) The whole tile, speculatively: inputs only, so the loads are in
+  // flight while the verify grid still runs.
+  const uint4* src = reinterpret_cast<const uint4*>(p.input.draft_kv) +
+                     int64_t{tile_start} * units_per_row;
+  uint4 v[kSpeculativeVectors];
+#pragma unroll
+  for (int u = 0; u < kSpeculativeVectors; ++u) {
+    const int i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) v[u] = __ldcs(src + i);
+  }
+
+  // (2) The sequences overlapping the tile (inputs only): as the fused
+  // kernel's step (3). Its barriers also publish tile_prefix = 0.
   if (tid == 0) smem.tile_prefix = 0;
   const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
   const int sample = tid * stride;
@@ -345,7 +356,7 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   }
   const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
 
-  // (2) The verify grid's accepted lengths: this tile's prefix = accepted
+  // (3) The verify grid's accepted lengths: this tile's prefix = accepted
   // rows of the sequences before s_first (every thread sums a share, one
   // shared atomic each) + those of s_first before tile_start; warp 0 scans
   // the overlapping sequences' accepted rows in the tile (n_seq <= 32).
@@ -394,29 +405,16 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   }
   __syncthreads();
 
-  // (3) The accepted rows only: every load of the tile in flight at once,
-  // then the stores.
-  const uint4* src = reinterpret_cast<const uint4*>(p.input.draft_kv) +
-                     int64_t{tile_start} * units_per_row;
+  // (4) The accepted rows' vectors.
   uint4* dst = reinterpret_cast<uint4*>(p.output.packed_kv);
-  uint4 v[kPackTileVectors];
-  int64_t to[kPackTileVectors];
 #pragma unroll
-  for (int u = 0; u < kPackTileVectors; ++u) {
+  for (int u = 0; u < kSpeculativeVectors; ++u) {
     const int i = tid + u * kFusedThreadsPerBlock;
-    to[u] = -1;
     if (i < tile_units) {
       const int row = i / units_per_row;
       const int d = smem.row_dest[row];
-      if (d >= 0) {
-        to[u] = int64_t{d} * units_per_row + (i - row * units_per_row);
-        v[u] = __ldcs(src + i);
-      }
+      if (d >= 0) dst[int64_t{d} * units_per_row + (i - row * units_per_row)] = v[u];
     }
-  }
-#pragma unroll
-  for (int u = 0; u < kPackTileVectors; ++u) {
-    if (to[u] >= 0) dst[to[u]] = v[u];
   }
 }
 
@@ -828,7 +826,7 @@ int FusedResidentBlocks() {
   return resident;
 }
 
-// The prefix-first path (sm_90): the verify kernel, then PrefixFirstPackKernel
+// The prefix-first path (sm_90): the verify kernel, then SpeculativePackKernel
 // as its programmatic dependent over tiles of fused_tile_rows / 4 rows.
 cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
                               int fused_tile_rows, cudaStream_t stream) {
@@ -851,7 +849,7 @@ cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
   config.stream = stream;
   config.attrs = &attribute;
   config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, PrefixFirstPackKernel, batch.params,
+  return cudaLaunchKernelEx(&config, SpeculativePackKernel, batch.params,
                             tile_rows,
                             static_cast<int>(batch.total_draft_rows));
 }
@@ -896,9 +894,9 @@ struct FusedLaunch {
     if constexpr (kVec == 16) {
       const int64_t tile_bytes = int64_t{tile_rows} * rb;
       static_assert(kFusedMinTileRows % 4 == 0 &&
-                    kFusedMaxTileRows / 4 == kPackMaxTileRows);
+                    kFusedMaxTileRows / 4 == kSpeculativeMaxTileRows);
       if (tile_bytes > int64_t{kFusedThreadsPerBlock} * kCopyUnroll * kVec &&
-          tile_bytes <= 4 * kPackTileBytes && num_tiles <= resident &&
+          tile_bytes <= 4 * kSpeculativeTileBytes && num_tiles <= resident &&
           DeviceTakesDependentLaunch()) {
         return LaunchPrefixFirst(batch, tile_rows, stream);
       }

@@ -12,9 +12,9 @@
 //                  any gamma. On sm_90, batches of about 12-25 MiB of draft
 //                  KV (fused tiles of 32-64 KiB, 16-byte aligned rows) take
 //                  two launches instead: ballot verify, then a pack kernel
-//                  launched as its programmatic dependent, which finds its
-//                  sequences while the verify runs and then copies the
-//                  accepted rows (no look-back).
+//                  launched as its programmatic dependent, which reads its
+//                  rows before the verify ends and stores the accepted ones
+//                  after it (no look-back).
 //   kTwoStep       ballot verify kernel, cub::DeviceScan::ExclusiveSum, a
 //                  multi-block pack kernel (3 kernels + CUB's own launches).
 //   kNaiveTwoStep  as kTwoStep with a thread-per-sequence serial scan: kept

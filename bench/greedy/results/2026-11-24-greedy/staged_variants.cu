@@ -396,9 +396,9 @@ int main(int argc, char** argv) {
     return LaunchPdl(PackB2<true>, tiles16, 0, st, true, ps[c], 4); }, false});
   vs.push_back({"V2+libB", [&](int c) {
     VerifyK<2><<<vgrid, 256, 0, st>>>(ps[c]);
-    return LaunchPdl(specverify::PrefixFirstPackKernel, tiles16, 0, st, true, lb[c].params, 4, rows); }, true});
+    return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, true, lb[c].params, 4, rows); }, true});
   vs.push_back({"libB_alone", [&](int c) {
-    return LaunchPdl(specverify::PrefixFirstPackKernel, tiles16, 0, st, false, lb[c].params, 4, rows); }, true});
+    return LaunchPdl(specverify::SpeculativePackKernel, tiles16, 0, st, false, lb[c].params, 4, rows); }, true});
   vs.push_back({"libV_alone", [&](int c) {
     specverify::BallotGreedyVerifyKernel<true><<<vgrid, 256, 0, st>>>(lb[c].params); return cudaGetLastError(); }, false});
 #endif
