@@ -281,11 +281,15 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
 //      accepted lengths before its tile (L2 hits; no look-back, no block
 //      waits for another block) and stores the accepted rows.
 // Reading rejected rows costs their bytes (at alpha = 0.9 the batch reads
-// 16 MiB to pack 14.4); reading only accepted rows would wait for the verify
-// grid first. Measured on the H100 (bench/greedy/results/2026-11-24-greedy:
-// staged_variants.cu): that order (verify, then copy the accepted rows) was
-// 14.4 us per event pair against 11.7 for a copy; the 64 KiB shared-memory
-// tiles of the first version of this path 15.2-16.2 us.
+// 16 MiB to pack 14.4); reading only accepted rows waits for the verify grid
+// first. Measured on the H100 (bench/greedy/results/2026-11-24-greedy,
+// SUMMARY.md): at b = 32, gamma = 128, alpha = 0.9 this path takes 15.1 us
+// per event pair (D2D copy 11.7, the fused look-back kernel 16.6-17.1); this
+// kernel changed to load only accepted rows after the wait took 15.9-16.1
+// (reverted), although the experiment's own kernels in that order measured
+// 14.5 (this kernel is 0.9-1.5 us slower than the experiment's equivalents,
+// not yet explained); the 64 KiB shared-memory TMA tiles of the first
+// version 15.6-16.3.
 
 // Vectors per thread of a speculative pack block: 256 x 4 x 16 B = 16 KiB.
 constexpr int kSpeculativeVectors = 4;
