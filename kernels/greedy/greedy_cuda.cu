@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
 // (reverted), although the experiment's own kernels in that order measured
 // 14.5 (this kernel is 0.9-1.5 us slower than the experiment's equivalents,
 // not yet explained); the 64 KiB shared-memory TMA tiles of the first
-// version 15.6-16.3.
+// version 16.1-16.3.
 
 // Vectors per thread of a speculative pack block: 256 x 4 x 16 B = 16 KiB.
 constexpr int kSpeculativeVectors = 4;
