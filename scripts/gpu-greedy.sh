@@ -36,8 +36,8 @@ note() { echo "$*" | tee -a "$summary"; }
 # Reduced filters for the sanitizers (they slow kernels 10-100x): every path
 # and runner still runs, on small and medium batches, odd and 16-byte rows,
 # ragged gammas, graphs, and one multi-hundred-tile batch each.
-memcheck_filter='*/b7_*:*/b33_*:*/b1000_g3_a90_row256_*:*/b4096_g8_a30_row256_*:GreedyCudaGraphTest.*:GreedyCudaVerifyOnlyTest.*:GreedyCudaScratchTest.*'
-racecheck_filter='*/b7_g8_*:*/b7_g256_*:*/b33_*:*/b1000_g3_a90_row256_*:GreedyCudaGraphTest.*'
+memcheck_filter='*/b7_*:*/b33_*:*/b1000_g3_a90_row256_*:*/b4096_g8_a30_row256_*:*GreedyCudaGraphTest.*:StagedTiles/*:GreedyCudaVerifyOnlyTest.*:GreedyCudaScratchTest.*'
+racecheck_filter='*/b7_g8_*:*/b7_g256_*:*/b33_*:*/b1000_g3_a90_row256_*:*GreedyCudaGraphTest.*:StagedTiles/*'
 
 start=$(date +%s)
 timeout 120 "$bin/greedy_dispatch_test" > "$out/dispatch_test.txt" 2>&1

@@ -49,11 +49,11 @@ step cuda_executor_test 120 "$bin/cuda_executor_test"
 step cuda_server_test 120 "$bin/cuda_server_test"
 step sampled_server_test 120 "$bin/sampled_server_test"
 
-greedy_filter='*/b7_g8_*:*/b33_*:*/b1000_g3_a90_row256_*:GreedyCudaGraphTest.*'
+greedy_filter='*/b7_g8_*:*/b33_*:*/b1000_g3_a90_row256_*:*GreedyCudaGraphTest.*'
 step memcheck_greedy 240 compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$bin/greedy_cuda_test" --gtest_filter="$greedy_filter"
 step racecheck_greedy 240 compute-sanitizer --tool racecheck --error-exitcode 1 \
-    "$bin/greedy_cuda_test" --gtest_filter='*/b7_g8_*:*/b33_g1to256_a70_row4096*:GreedyCudaGraphTest.*'
+    "$bin/greedy_cuda_test" --gtest_filter='*/b7_g8_*:*/b33_g1to256_a70_row4096*:*GreedyCudaGraphTest.*'
 step memcheck_sampling 240 compute-sanitizer --tool memcheck --error-exitcode 1 \
     "$bin/rejection_cuda_test" --gtest_filter='RejectionCudaTest.*'
 fi

@@ -9,9 +9,6 @@
 //      predecessor of a tile is resident: the look-back cannot deadlock);
 //   2. the first round of KV loads for the tile's draft rows goes out at once,
 //      speculatively (the rows are contiguous; acceptance is not known yet);
-//      staged tiles (sm_90, 16-byte vectors, 32-64 KiB tiles) instead read
-//      the whole tile into shared memory with bulk copies (TMA) on one
-//      mbarrier, and store each accepted run with one bulk copy (step 7s);
 //   3. the sequences overlapping the tile come from a two-level parallel
 //      search of draft_offsets (one round trip for b < 256, two otherwise);
 //   4. verify: warp-ballot scan of each overlapping sequence, all chunks of a
@@ -25,6 +22,9 @@
 //      launches and the path stays one launch;
 //   6. offsets of the sequences that start in the tile, then the stores of the
 //      accepted rows (16-byte vectors on the fast path) and any later rounds.
+// Fused tiles of 32-64 KiB in one wave (sm_90, 16-byte vectors) take the
+// prefix-first path instead: a verify kernel, then a pack kernel launched as
+// its programmatic dependent (see "Prefix-first verify-and-pack" below).
 #include <cuda/atomic>
 #include <cuda_runtime.h>
 
@@ -37,7 +37,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/greedy/greedy_cuda.h"
-#include "kernels/greedy/greedy_tma.cuh"
+#include "kernels/greedy/greedy_pdl.cuh"
 
 namespace specverify {
 namespace {
@@ -49,17 +49,6 @@ constexpr int kFusedMinBlocksPerSm = 3;
 // Redundant (look-back free) mode of the fused kernel: b < 256 sequences and
 // at most 4 draft positions per thread (1024 rows), e.g. b = 32 x gamma = 32.
 constexpr int kRedundantPositionsPerThread = 4;
-// Staged tiles (sm_90): the whole tile goes global -> shared in bulk copies
-// issued at kernel start, independent of the prefix, and accepted runs go
-// shared -> global in bulk once the prefix is known. Tiles between one
-// register round (32 KiB) and this size take it; 64 KiB + the static
-// storage keeps 3 blocks per SM within the 228 KB of an H100 SM.
-// Measured (docs/PERFORMANCE.md, runs 6-7): 3-9% faster than the register
-// path at 16 MiB with alpha = 0.9, within +-2% at lower acceptance; loading
-// chunks 1-7 only after the token loads returned (8 mbarriers, stores chunk
-// by chunk) was slower at every staged point.
-constexpr int kFusedStageBytes = 64 * 1024;
-constexpr int kStageChunkBytes = 16 * 1024;  // per bulk load instruction
 // Ballot verify kernel: 8 warps (sequences) per block. Any multiple of 32 up
 // to 1024 works; 256 keeps blocks small enough for 8 resident per SM.
 constexpr int kVerifyThreadsPerBlock = 256;
@@ -226,8 +215,15 @@ __global__ void NaiveGreedyVerifyKernel(GreedyVerifyParams p) {
   WriteVerifyOutputs(p.output, seq, k, gamma, target[k]);
 }
 
+// kAllowDependents: the primary grid of the prefix-first path, which lets
+// its programmatic dependent (SpeculativePackKernel) be scheduled at once.
+// (Prefetching every token line into L2 before that, so the token loads
+// would not queue behind the dependent's reads, measured no faster: 15.07
+// vs 14.94 us, bench/greedy/results/2026-11-24-greedy/SUMMARY.md.)
+template <bool kAllowDependents>
 __global__ void __launch_bounds__(kVerifyThreadsPerBlock)
     BallotGreedyVerifyKernel(GreedyVerifyParams p) {
+  if constexpr (kAllowDependents) greedy_pdl::AllowDependentLaunch();
   const int lane = threadIdx.x % kWarpSize;
   const int seq = blockIdx.x * (kVerifyThreadsPerBlock / kWarpSize) +
                   threadIdx.x / kWarpSize;
@@ -268,6 +264,164 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
       rows * rb / kVec);
 }
 
+// --- Prefix-first verify-and-pack (sm_90) ------------------------------------
+//
+// Two launches for the batches whose fused tiles would be 32-64 KiB (about
+// 12-25 MiB of draft KV at 4 KiB rows). In one kernel the prefix chain
+// (offsets -> tokens -> ballot -> look-back) held every store back until the
+// tile's reads were done, and reads and writes ran as two phases (70% of a
+// D2D copy, docs/PERFORMANCE_LOG.md runs 6-7). Here:
+//   1. BallotGreedyVerifyKernel<true> writes the accepted lengths (tokens
+//      only, 8 bytes per draft row) and lets its dependent start at once;
+//   2. SpeculativePackKernel, its programmatic dependent, one block per 1/4
+//      of a fused tile (<= 16 KiB): every thread loads its <= 4 16-byte
+//      vectors of the tile into registers first, speculatively (rows are
+//      contiguous, acceptance unknown), finds the sequences overlapping the
+//      tile (offsets: inputs), then waits for the verify grid, sums the
+//      accepted lengths before its tile (L2 hits; no look-back, no block
+//      waits for another block) and stores the accepted rows.
+// Reading rejected rows costs their bytes (at alpha = 0.9 the batch reads
+// 16 MiB to pack 14.4); reading only accepted rows waits for the verify grid
+// first. Measured on the H100 (bench/greedy/results/2026-11-24-greedy,
+// SUMMARY.md): at b = 32, gamma = 128, alpha = 0.9 this path takes 15.1 us
+// per event pair (D2D copy 11.7, the fused look-back kernel 16.6-17.1); this
+// kernel changed to load only accepted rows after the wait took 15.9-16.1
+// (reverted), although the experiment's own kernels in that order measured
+// 14.5 (this kernel is 0.9-1.5 us slower than the experiment's equivalents,
+// not yet explained); the 64 KiB shared-memory TMA tiles of the first
+// version 16.1-16.3.
+
+// Vectors per thread of a speculative pack block: 256 x 4 x 16 B = 16 KiB.
+constexpr int kSpeculativeVectors = 4;
+constexpr int64_t kSpeculativeTileBytes =
+    int64_t{kFusedThreadsPerBlock} * kSpeculativeVectors * 16;
+constexpr int kSpeculativeMaxTileRows = kFusedMaxTileRows / 4;
+
+struct SpeculativePackSharedStorage {
+  int all_offsets[kFusedThreadsPerBlock];       // offsets[0 .. b] when b < 256
+  int offsets[kSpeculativeMaxTileRows + 1];     // offsets[s_first .. + n_seq]
+  int row_dest[kSpeculativeMaxTileRows];        // packed row, or -1 (rejected)
+  int tile_prefix;  // accepted rows before the tile, summed by warps 1..7
+};
+static_assert(kSpeculativeMaxTileRows <= kWarpSize);  // n_seq fits warp 0
+
+// One block per tile of tile_rows draft rows (tile_rows * row_bytes <=
+// kSpeculativeTileBytes, tile_rows <= kSpeculativeMaxTileRows). REQUIRES
+// row_bytes a multiple of 16 with both KV buffers 16-byte aligned, row_bytes
+// > 0; launched right after BallotGreedyVerifyKernel<true> on its stream,
+// as its programmatic dependent on sm_90 (elsewhere griddepcontrol.wait is
+// nothing and stream order alone must hold: the host launches it only on
+// sm_90).
+__global__ void __launch_bounds__(kFusedThreadsPerBlock)
+    SpeculativePackKernel(GreedyVerifyParams p, int tile_rows, int total_rows) {
+  __shared__ SpeculativePackSharedStorage smem;
+  const int tid = threadIdx.x;
+  const int lane = tid % kWarpSize;
+  const int warp = tid / kWarpSize;
+  const int b = p.input.num_sequences;
+  const int32_t* offsets = p.input.draft_offsets;
+  const int tile_start = blockIdx.x * tile_rows;
+  const int tile_end = min(tile_start + tile_rows, total_rows);
+  const int64_t rb = p.input.row_bytes;
+  const int units_per_row = static_cast<int>(rb / 16);
+  const int tile_units = (tile_end - tile_start) * units_per_row;  // <= 1024
+
+  // (1) The whole tile, speculatively: inputs only, so the loads are in
+  // flight while the verify grid still runs.
+  const uint4* src = reinterpret_cast<const uint4*>(p.input.draft_kv) +
+                     int64_t{tile_start} * units_per_row;
+  uint4 v[kSpeculativeVectors];
+#pragma unroll
+  for (int u = 0; u < kSpeculativeVectors; ++u) {
+    const int i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) v[u] = __ldcs(src + i);
+  }
+
+  // (2) The sequences overlapping the tile (inputs only): as the fused
+  // kernel's step (3). Its barriers also publish tile_prefix = 0.
+  if (tid == 0) smem.tile_prefix = 0;
+  const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
+  const int sample = tid * stride;
+  const int sample_value = sample <= b ? offsets[sample] : INT_MAX;
+  if (stride == 1) smem.all_offsets[tid] = sample_value;
+  const int bucket = __syncthreads_count(sample_value <= tile_start) - 1;
+  int s_first = bucket * stride;
+  if (stride > 1) {
+    const int probe = s_first + 1 + tid;
+    s_first += __syncthreads_count(tid < stride - 1 && probe <= b &&
+                                   offsets[probe] <= tile_start);
+  }
+  const int available = min(tile_rows + 1, b - s_first + 1);
+  int my_offset = INT_MAX;
+  if (tid < available) {
+    my_offset = stride == 1 ? smem.all_offsets[s_first + tid]
+                            : offsets[s_first + tid];
+    smem.offsets[tid] = my_offset;
+  }
+  const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
+
+  // (3) The verify grid's accepted lengths: this tile's prefix = accepted
+  // rows of the sequences before s_first (every thread sums a share, one
+  // shared atomic each) + those of s_first before tile_start; warp 0 scans
+  // the overlapping sequences' accepted rows in the tile (n_seq <= 32).
+  // Two barriers after the wait, no cub block primitives.
+  greedy_pdl::WaitForPrimaryGrid();
+  const int32_t* accepted = p.output.accepted_lengths;
+  int before = 0;
+  int first = 0;
+  int k = 0;
+  if (warp == 0 && lane < n_seq) {
+    first = smem.offsets[lane];
+    k = accepted[s_first + lane];
+  }
+  for (int s = tid; s < s_first; s += kFusedThreadsPerBlock) before += accepted[s];
+  if (warp == 0) {
+    if (lane == 0) before += min(k, tile_start - first);  // first <= tile_start
+#pragma unroll
+    for (int delta = kWarpSize / 2; delta > 0; delta /= 2) {
+      before += __shfl_xor_sync(kFullMask, before, delta);
+    }
+  }
+  if (warp != 0 && before != 0) atomicAdd(&smem.tile_prefix, before);
+  __syncthreads();
+  if (warp == 0) {
+    const int tile_prefix = smem.tile_prefix + before;
+    const int in_tile =
+        lane < n_seq ? max(0, min(first + k, tile_end) - max(first, tile_start)) : 0;
+    int inclusive = in_tile;
+#pragma unroll
+    for (int delta = 1; delta < kWarpSize; delta *= 2) {
+      const int y = __shfl_up_sync(kFullMask, inclusive, delta);
+      if (lane >= delta) inclusive += y;
+    }
+    const int dest = tile_prefix + inclusive - in_tile;
+    if (lane < n_seq) {
+      if (first >= tile_start) p.output.packed_row_offsets[s_first + lane] = dest;
+      const int lo = max(first, tile_start);
+      const int end = min(smem.offsets[lane + 1], tile_end);
+      for (int r = lo; r < end; ++r) {
+        smem.row_dest[r - tile_start] = r - lo < in_tile ? dest + (r - lo) : -1;
+      }
+    }
+    if (blockIdx.x == gridDim.x - 1 && lane == kWarpSize - 1) {
+      p.output.packed_row_offsets[b] = tile_prefix + inclusive;
+    }
+  }
+  __syncthreads();
+
+  // (4) The accepted rows' vectors.
+  uint4* dst = reinterpret_cast<uint4*>(p.output.packed_kv);
+#pragma unroll
+  for (int u = 0; u < kSpeculativeVectors; ++u) {
+    const int i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) {
+      const int row = i / units_per_row;
+      const int d = smem.row_dest[row];
+      if (d >= 0) dst[int64_t{d} * units_per_row + (i - row * units_per_row)] = v[u];
+    }
+  }
+}
+
 // --- Fused verify-and-pack -----------------------------------------------------
 
 struct FusedSharedStorage {
@@ -288,7 +442,6 @@ struct FusedSharedStorage {
   // or -1 when rejected.
   int row_dest[kFusedMaxTileRows];
   int k_all[kFusedThreadsPerBlock];         // redundant mode: every k
-  uint64_t stage_barrier;                   // staged mode: tile landed
   int dest_all[kFusedThreadsPerBlock];      // redundant mode: every offset
   int warp_first_inclusive[kFusedWarps];    // look-back, per warp
   int warp_sum[kFusedWarps];
@@ -348,20 +501,14 @@ __device__ __forceinline__ int BlockLookback(unsigned long long* status,
 // 3 blocks per SM: caps registers at 85 (the speculative first round keeps
 // 8 vectors live across verification; unbounded, ptxas took 123 and only 2
 // blocks fit an SM).
-// kStaged (launched only on sm_90+, 16-byte vectors, tiles in (32 KiB,
-// kFusedStageBytes], kFusedStageBytes of dynamic shared memory, never in
-// redundant mode): the tile is read by bulk copies into shared memory instead
-// of registers. Compiled for an older target it takes the register path.
-template <int kVec, bool kStaged>
+template <int kVec>
 __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
     FusedGreedyVerifyPackKernel(GreedyVerifyParams p, int tile_rows,
                                 int num_tiles, int total_rows,
                                 bool dynamic_tiles, bool redundant,
                                 LookbackState* state) {
   using V = typename VecType<kVec>::type;
-  constexpr bool kUseTma = kStaged && greedy_tma::kAvailable;
   __shared__ FusedSharedStorage smem;
-  extern __shared__ __align__(128) unsigned char stage[];
   unsigned long long* status = reinterpret_cast<unsigned long long*>(state + 1);
   const int tid = threadIdx.x;
   const int lane = tid % kWarpSize;
@@ -405,27 +552,10 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   const V* src = reinterpret_cast<const V*>(p.input.draft_kv) +
                  int64_t{tile_start} * units_per_row;
   V v[kCopyUnroll];
-  if constexpr (kUseTma) {
-    // The whole tile, in bulk, by one thread; the barrier is initialized
-    // before the block's next __syncthreads, which precedes every wait.
-    const uint32_t tile_bytes = tile_units * kVec;
-    if (tid == 0 && tile_bytes > 0) {
-      greedy_tma::InitBarrier(&smem.stage_barrier);
-      greedy_tma::ArriveExpectBytes(&smem.stage_barrier, tile_bytes);
-      const auto* from = reinterpret_cast<const unsigned char*>(src);
-      for (uint32_t off = 0; off < tile_bytes; off += kStageChunkBytes) {
-        greedy_tma::LoadToShared(stage + off, from + off,
-                                 min(static_cast<uint32_t>(kStageChunkBytes),
-                                     tile_bytes - off),
-                                 &smem.stage_barrier);
-      }
-    }
-  } else {
 #pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const unsigned i = tid + u * kFusedThreadsPerBlock;
-      if (i < tile_units) v[u] = src[i];
-    }
+  for (int u = 0; u < kCopyUnroll; ++u) {
+    const unsigned i = tid + u * kFusedThreadsPerBlock;
+    if (i < tile_units) v[u] = src[i];
   }
 
   // (3) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
@@ -565,7 +695,7 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
       tid < n_seq ? smem.accepted_in_tile[tid] : 0, dest, tile_aggregate);
   if (tid < n_seq) smem.dest_in_tile[tid] = dest;
   __syncthreads();
-  for (int q = kUseTma ? n_seq : warp; q < n_seq; q += kFusedWarps) {
+  for (int q = warp; q < n_seq; q += kFusedWarps) {
     const int lo = smem.first_in_tile[q];
     const int accepted_end = lo + smem.accepted_in_tile[q];
     const int d = smem.dest_in_tile[q];
@@ -615,35 +745,6 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
   if (tid < n_seq && smem.offsets[tid] >= tile_start) {
     p.output.packed_row_offsets[s_first + tid] =
         tile_prefix + smem.dest_in_tile[tid];
-  }
-
-  // (7s) Staged tile: one bulk store per accepted run (contiguous in both
-  // buffers), issued by lane 0 of the warp that verified the sequence. No
-  // bulk load may outlive the block: thread 0 waits for the tile if it
-  // issued no store.
-  if constexpr (kUseTma) {
-    if (rb == 0) return;  // no tile was loaded
-    bool waited = false;
-    if (lane == 0 && tile_aggregate > 0) {
-      for (int q = warp; q < n_seq; q += kFusedWarps) {
-        const int accepted = smem.accepted_in_tile[q];
-        if (accepted == 0) continue;
-        if (!waited) {
-          greedy_tma::WaitPhaseZero(&smem.stage_barrier);
-          waited = true;
-        }
-        greedy_tma::StoreFromShared(
-            p.output.packed_kv + int64_t{tile_prefix + smem.dest_in_tile[q]} * rb,
-            stage + int64_t{smem.first_in_tile[q] - tile_start} * rb,
-            static_cast<uint32_t>(accepted * rb));
-      }
-    }
-    if (waited) {
-      greedy_tma::CommitAndWaitStores();
-    } else if (tid == 0) {
-      greedy_tma::WaitPhaseZero(&smem.stage_barrier);
-    }
-    return;
   }
 
   // (7) Stores of the first round, then later rounds (tiles over one round:
@@ -700,13 +801,11 @@ cudaError_t DispatchVector(int vec, Args&&... args) {
 
 // Blocks of the fused kernel the device holds at once (occupancy x SMs),
 // computed once per device and vector width: a host-only query, so it is
-// allowed while a stream is being captured.
+// allowed while a stream is being captured. Returns 0 when unknown (the
+// launch then takes the tile counter).
 constexpr int kMaxCachedDevices = 64;
 
-// Returns 0 when unknown (the launch then takes the other kernel or the tile
-// counter). The staged kernel first gets its dynamic shared memory allowance
-// (a host-side function attribute: no stream work), once per device.
-template <int kVec, bool kStaged>
+template <int kVec>
 int FusedResidentBlocks() {
   static std::atomic<int> cache[kMaxCachedDevices];
   int device = 0;
@@ -714,34 +813,16 @@ int FusedResidentBlocks() {
   std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
   if (slot != nullptr) {
     if (const int cached = slot->load(std::memory_order_relaxed); cached != 0) {
-      return std::max(cached, 0);
+      return cached;
     }
   }
-  const auto kernel = FusedGreedyVerifyPackKernel<kVec, kStaged>;
-  const int dynamic_bytes = kStaged ? kFusedStageBytes : 0;
   int sms = 0;
   int per_sm = 0;
-  int major = 0;
-  bool ok =
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) ==
-          cudaSuccess &&
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                             device) == cudaSuccess;
-  if (ok && kStaged) {
-    ok = major >= 9 &&
-         cudaFuncSetAttribute(kernel,
-                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                              dynamic_bytes) == cudaSuccess;
-  }
-  ok = ok && cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                 &per_sm, kernel, kFusedThreadsPerBlock, dynamic_bytes) ==
-                 cudaSuccess;
-  if (!ok) {
-    if (kStaged) {
-      cudaGetLastError();  // a refused attribute is not the caller's error
-      // Staged support is a property of the device: remember the refusal.
-      if (slot != nullptr) slot->store(-1, std::memory_order_relaxed);
-    }
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) !=
+          cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, FusedGreedyVerifyPackKernel<kVec>, kFusedThreadsPerBlock,
+          0) != cudaSuccess) {
     return 0;
   }
   const int resident = sms * per_sm;
@@ -749,11 +830,60 @@ int FusedResidentBlocks() {
   return resident;
 }
 
+// The prefix-first path (sm_90): the verify kernel, then SpeculativePackKernel
+// as its programmatic dependent over tiles of fused_tile_rows / 4 rows.
+cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
+                              int fused_tile_rows, cudaStream_t stream) {
+  constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
+  const int b = batch.params.input.num_sequences;
+  BallotGreedyVerifyKernel<true><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
+                                   kVerifyThreadsPerBlock, 0, stream>>>(
+      batch.params);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const int tile_rows = fused_tile_rows / 4;
+  const int64_t num_tiles =
+      (batch.total_draft_rows + tile_rows - 1) / tile_rows;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(num_tiles));
+  config.blockDim = dim3(kFusedThreadsPerBlock);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, SpeculativePackKernel, batch.params,
+                            tile_rows,
+                            static_cast<int>(batch.total_draft_rows));
+}
+
+// Whether the current device takes programmatic dependent launches (compute
+// capability >= 9), cached per device ordinal (0 unknown, 1 no, 2 yes).
+bool DeviceTakesDependentLaunch() {
+  static std::atomic<int> cache[kMaxCachedDevices];
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
+  if (slot != nullptr) {
+    if (const int cached = slot->load(std::memory_order_relaxed); cached != 0) {
+      return cached == 2;
+    }
+  }
+  int major = 0;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
+                             device) != cudaSuccess) {
+    return false;
+  }
+  if (slot != nullptr) slot->store(major >= 9 ? 2 : 1, std::memory_order_relaxed);
+  return major >= 9;
+}
+
 template <int kVec>
 struct FusedLaunch {
   static cudaError_t Run(const GreedyDeviceBatch& batch,
                          const GreedyScratch& scratch, cudaStream_t stream) {
-    const int resident = FusedResidentBlocks<kVec, false>();
+    const int resident = FusedResidentBlocks<kVec>();
     const int64_t rb = batch.params.input.row_bytes;
     const int tile_rows =
         FusedTileRows(rb, GreedyPackBytesUpperBound(batch), resident);
@@ -762,30 +892,27 @@ struct FusedLaunch {
     if (num_tiles > MaxFusedTiles(scratch.limits) || num_tiles < 1) {
       return cudaErrorInvalidValue;
     }
-    // Staged tiles: more than one register round, at most the stage.
-    const int64_t tile_bytes = int64_t{tile_rows} * rb;
-    int staged_resident = 0;
+    // Prefix-first path: fused tiles of more than one register round (32
+    // KiB) and at most 64 KiB in one wave (the former staged tiles), on
+    // sm_90. Its pack tiles are a quarter of those: <= 16 KiB, >= 1 row.
     if constexpr (kVec == 16) {
+      const int64_t tile_bytes = int64_t{tile_rows} * rb;
+      static_assert(kFusedMinTileRows % 4 == 0 &&
+                    kFusedMaxTileRows / 4 == kSpeculativeMaxTileRows);
       if (tile_bytes > int64_t{kFusedThreadsPerBlock} * kCopyUnroll * kVec &&
-          tile_bytes <= kFusedStageBytes) {
-        staged_resident = FusedResidentBlocks<kVec, true>();
+          tile_bytes <= 4 * kSpeculativeTileBytes && num_tiles <= resident &&
+          DeviceTakesDependentLaunch()) {
+        return LaunchPrefixFirst(batch, tile_rows, stream);
       }
     }
-    // One wave only: staged blocks are as many per SM as register ones at
-    // best, and the ticket counter would serialize the surplus tiles.
-    const bool staged = staged_resident >= num_tiles;
-    const bool dynamic_tiles =
-        num_tiles > (staged ? staged_resident : resident);
+    const bool dynamic_tiles = num_tiles > resident;
     const bool redundant =
-        !staged && !dynamic_tiles &&
+        !dynamic_tiles &&
         batch.params.input.num_sequences < kFusedThreadsPerBlock &&
         batch.total_draft_rows <=
             int64_t{kFusedThreadsPerBlock} * kRedundantPositionsPerThread;
-    // Staged instances exist for 16-byte vectors only.
-    const auto kernel = staged ? FusedGreedyVerifyPackKernel<kVec, kVec == 16>
-                               : FusedGreedyVerifyPackKernel<kVec, false>;
-    kernel<<<static_cast<int>(num_tiles), kFusedThreadsPerBlock,
-             staged ? kFusedStageBytes : 0, stream>>>(
+    FusedGreedyVerifyPackKernel<kVec><<<static_cast<int>(num_tiles),
+                                        kFusedThreadsPerBlock, 0, stream>>>(
         batch.params, tile_rows, static_cast<int>(num_tiles),
         static_cast<int>(batch.total_draft_rows), dynamic_tiles, redundant,
         static_cast<LookbackState*>(scratch.data));
@@ -967,7 +1094,7 @@ cudaError_t LaunchGreedyVerifyOnly(const GreedyDeviceBatch& batch,
       return cudaGetLastError();
     case GreedyScanKernel::kBallot: {
       constexpr int kSeqPerBlock = kVerifyThreadsPerBlock / kWarpSize;
-      BallotGreedyVerifyKernel<<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
+      BallotGreedyVerifyKernel<false><<<(b + kSeqPerBlock - 1) / kSeqPerBlock,
                                  kVerifyThreadsPerBlock, 0, stream>>>(
           batch.params);
       return cudaGetLastError();

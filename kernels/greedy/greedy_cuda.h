@@ -9,7 +9,12 @@
 //                  single-pass prefix over accepted rows across blocks
 //                  (decoupled look-back; small batches verify the whole
 //                  batch in every block instead), 16-byte row copies. Any b,
-//                  any gamma.
+//                  any gamma. On sm_90, batches of about 12-25 MiB of draft
+//                  KV (fused tiles of 32-64 KiB, 16-byte aligned rows) take
+//                  two launches instead: ballot verify, then a pack kernel
+//                  launched as its programmatic dependent, which reads its
+//                  rows before the verify ends and stores the accepted ones
+//                  after it (no look-back).
 //   kTwoStep       ballot verify kernel, cub::DeviceScan::ExclusiveSum, a
 //                  multi-block pack kernel (3 kernels + CUB's own launches).
 //   kNaiveTwoStep  as kTwoStep with a thread-per-sequence serial scan: kept

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/cuda_status.h"
@@ -171,6 +172,38 @@ INSTANTIATE_TEST_SUITE_P(
     Random, GreedyCudaGridTest, ::testing::ValuesIn(RandomRaggedCases()),
     [](const auto& info) { return testing::GreedyCaseName(info.param); });
 
+// Batches the fused path serves prefix-first on sm_90 (fused tiles of
+// 32-64 KiB in one wave; pack tiles of a quarter of that): the stress shape
+// of issue #4 (b = 32, gamma = 128, 4 KiB rows: 4 rows per pack tile),
+// one 16 KiB row per pack tile (every vector of every thread used), and
+// 4112-byte rows (2 rows per pack tile, threads with partial vector sets).
+std::vector<GreedyWorkloadOptions> StagedTileCases() {
+  struct Shape {
+    int32_t b, gamma_min, gamma_max;
+    double alpha;
+    int64_t row_bytes;
+  };
+  std::vector<GreedyWorkloadOptions> cases;
+  uint64_t seed = 7000;
+  for (const Shape& s : {Shape{32, 128, 128, 0.9, 4096},
+                         Shape{5, 200, 256, 0.5, 16384},
+                         Shape{40, 60, 60, 0.6, 4112}}) {
+    GreedyWorkloadOptions o;
+    o.num_sequences = s.b;
+    o.gamma_min = s.gamma_min;
+    o.gamma_max = s.gamma_max;
+    o.alpha = s.alpha;
+    o.row_bytes = s.row_bytes;
+    o.seed = ++seed;
+    cases.push_back(o);
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    StagedTiles, GreedyCudaGridTest, ::testing::ValuesIn(StagedTileCases()),
+    [](const auto& info) { return testing::GreedyCaseName(info.param); });
+
 // The verify-only kernels write exactly the three per-sequence outputs.
 TEST(GreedyCudaVerifyOnlyTest, ScanKernelsMatchReferenceAndWriteNothingElse) {
   SKIP_WITHOUT_CUDA();
@@ -209,12 +242,16 @@ TEST(GreedyCudaVerifyOnlyTest, ScanKernelsMatchReferenceAndWriteNothingElse) {
 // Each path captured once into a CUDA graph and replayed: no allocation, no
 // sync, no host read inside, and replays keep producing the right answer
 // (the fused look-back state resets itself between replays).
-TEST(GreedyCudaGraphTest, EveryPathCapturesAndReplays) {
+// Shapes: look-back tiles (b = 300), and the prefix-first path (b = 32,
+// gamma = 128: two launches, the second a programmatic dependent).
+class GreedyCudaGraphTest : public ::testing::TestWithParam<int32_t> {};
+
+TEST_P(GreedyCudaGraphTest, EveryPathCapturesAndReplays) {
   SKIP_WITHOUT_CUDA();
   GreedyWorkloadOptions o;
-  o.num_sequences = 300;
-  o.gamma_min = 1;
-  o.gamma_max = 130;
+  o.num_sequences = GetParam();
+  o.gamma_min = o.num_sequences == 32 ? 128 : 1;
+  o.gamma_max = o.num_sequences == 32 ? 128 : 130;
   o.alpha = 0.9;
   o.row_bytes = 4096;
   absl::StatusOr<GreedyWorkload> w = GenerateGreedyWorkload(o);
@@ -257,6 +294,11 @@ TEST(GreedyCudaGraphTest, EveryPathCapturesAndReplays) {
   }
   cudaStreamDestroy(stream);
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, GreedyCudaGraphTest, ::testing::Values(300, 32),
+                         [](const auto& info) {
+                           return absl::StrCat("b", info.param);
+                         });
 
 TEST(GreedyCudaScratchTest, LaunchRefusesBatchLargerThanScratchLimits) {
   SKIP_WITHOUT_CUDA();
