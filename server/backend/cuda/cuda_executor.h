@@ -28,8 +28,9 @@
 //
 // The two-step path runs as plain stream launches (ballot verify, CUB scan,
 // pack), not as a CUDA graph: its grid depends on each batch's shape, and
-// the fused path (one launch) serves the small batches where launch overhead
-// would matter.
+// the fused path (one launch; two with programmatic dependent launch for
+// mid-size batches, kernels/greedy/greedy_pdl.cuh) serves the small batches
+// where launch overhead would matter.
 //
 // Faults. Any CUDA error (a launch, a copy, or a sticky device error seen at
 // the batch's completion) fails that batch and every later one with
