@@ -10,6 +10,7 @@
 
 #include <cstring>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -322,6 +323,37 @@ TEST_F(CudaRegionTest, RegistrationErrorsNameTheField) {
   ASSERT_EQ(list->regions_size(), 1);
   EXPECT_EQ(list->regions(0).kind(), v1::REGION_KIND_CUDA);
   EXPECT_EQ(list->regions(0).device_ordinal(), 0);
+}
+
+// Two executors on the GPU a CUDA region lives on (issue #16; on a machine
+// with two GPUs, --device=cuda:0,1 pins the region's requests to cuda:0's
+// executor the same way): every request using the region runs on an
+// executor of its GPU, both take turns, every answer is right, and a region
+// on a GPU no executor runs on is refused naming the executors.
+TEST_F(CudaRegionTest, RegionRequestsRunOnTheExecutorsOfTheirGpu) {
+  options_.device = "cuda:0,0";
+  Start();
+  const GreedyWorkload w = Greedy(16, 33);
+  std::vector<std::byte> image(4 << 20, std::byte{0x5A});
+  const v1::VerifyRequest request = InRegion(w, image);
+  Worker worker(image);
+  ASSERT_EQ(worker.handle().size(), 64u);
+  v1::RegisterRegionRequest elsewhere = worker.Registration("gpu");
+  elsewhere.mutable_cuda()->set_device_ordinal(3);
+  EXPECT_THAT(client_->RegisterRegion(elsewhere),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("cuda.device_ordinal is 3; this server's executors run on "
+                                 "cuda:0, cuda:0#1")));
+  ASSERT_THAT(client_->RegisterRegion(worker.Registration("gpu")), IsOk());
+  std::set<int32_t> devices;
+  for (int i = 0; i < 6; ++i) {
+    absl::StatusOr<v1::VerifyResponse> response = client_->Verify(request);
+    ASSERT_THAT(response, IsOk());
+    devices.insert(response->timing().device());
+    EXPECT_THAT(CheckRegionAnswer(w, request, *response, worker.ReadBack()), IsOk()) << i;
+  }
+  EXPECT_EQ(devices, (std::set<int32_t>{0, 1}));
+  EXPECT_THAT(client_->UnregisterRegion("gpu"), IsOk());
 }
 
 }  // namespace
