@@ -2,8 +2,10 @@
 # One server driving several GPUs (issue #16), on the GPU machine, in one
 # command:
 #   1. the multi-device GPU suites: two CUDA executors on one GPU sharing the
-#      load with a fault armed on one (cuda_server_test), the region and tree
-#      suites on --device=cuda:0,0 (and cuda:0,1 when there are two GPUs);
+#      load with a fault armed on one (cuda_server_test), CUDA-region requests
+#      on the executors of their GPU (cuda_region_test, with a worker
+#      process), the region and tree suites on --device=cuda:0,0 (whichever
+#      of these binaries the bundle holds);
 #   2. the scaling run: 1 GPU vs 2 GPUs at a GPU-bound load, every answer
 #      checked. Two specverify-loadgen processes play two co-located workers,
 #      each holding its rows in a CUDA region on "its" GPU, against
@@ -20,7 +22,7 @@
 # Writes <out>/multi.md and packs everything into <out>/multi-logs.tgz.
 #
 #   scripts/gpu-bundle.sh build .gpu-multi specverify-server specverify-loadgen \
-#       cuda_server_test region_server_test tree_server_test
+#       cuda_server_test cuda_region_test cuda_ipc_worker [region_server_test] [tree_server_test]
 #   run(carry=[".gpu-multi"]): scripts/gpu-multi.sh .gpu-multi $OUT/multi
 #
 # Environment: DURATION (s per step, default 4), CONCURRENCY (per loadgen,
@@ -63,6 +65,7 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
     grep -E "SKIPPED \]" "$out/test-$name.log" | head -3
   }
   run_test cuda_server_test '*'
+  run_test cuda_region_test '*'
   run_test region_server_test '*cuda*'
   run_test tree_server_test '*cuda*'
 fi
