@@ -18,7 +18,8 @@
 #      target's measurement, and the report says so.
 # Loads: sampled (fp32 probabilities, B=32 per request, gamma=8,
 # V=151,936, rows read in place from the regions) and greedy (gamma=8,
-# 512 sequences per request, 4 KiB rows in and out of the regions).
+# 256 sequences per request, 4 KiB rows in and out of the regions; batches
+# of up to 4096 sequences).
 # Writes <out>/multi.md and packs everything into <out>/multi-logs.tgz.
 #
 #   scripts/gpu-bundle.sh build .gpu-multi specverify-server specverify-loadgen \
@@ -76,7 +77,8 @@ start_server() {  # name port flags...
   local name=$1 port=$2
   shift 2
   "$bin/specverify-server" --listen_address=127.0.0.1:"$port" --metrics_address= \
-      --max_message_bytes=134217728 --kv_arena_bytes=2147483648 "$@" \
+      --max_message_bytes=134217728 --kv_arena_bytes=2147483648 --max_batch_sequences=4096 \
+      --max_sequences_per_request=256 --max_queue_sequences=65536 "$@" \
       > "$out/server-$name.stdout" 2> "$out/server-$name.log" &
   pids+=($!)
   for _ in $(seq 1 600); do
@@ -110,7 +112,7 @@ two_workers() {  # tag b_device args...
 sampled=(--mode=sampled --gamma=8 --sequences-per-request=32 --vocab=151936 --row-bytes=0
          --dtype=fp32 --kind=probs --kv-return=none --pool-requests=2)
 # Region returns need a pool entry per request in flight.
-greedy=(--gamma=8 --sequences-per-request=512 --row-bytes=4096 --kv-return=region
+greedy=(--gamma=8 --sequences-per-request=256 --row-bytes=4096 --kv-return=region
         --pool-requests="$concurrency")
 for config in one two; do
   if [ $config = one ]; then device=cuda:0; b=0; else device=$two; b=$second_worker; fi
@@ -120,7 +122,7 @@ for config in one two; do
   stop_servers
 done
 
-python3 - "$out" "$what" > "$out/multi.md" <<'PY'
+python3 - "$out" "$what" > "$out/multi.md" <<'PY' || { echo "multi: wrong answers, RPC errors or a missing run"; status=1; }
 import json, os, sys
 out, what = sys.argv[1], sys.argv[2]
 def load(tag):
@@ -140,6 +142,7 @@ def load(tag):
 print(f"Scaling: {what}\n")
 print("| load | executors | req/s (2 workers) | seq/s | answers by device | wrong | rpc errors | ratio |")
 print("|---|---|---:|---:|---|---:|---:|---:|")
+bad = False
 for load_name in ("sampled", "greedy"):
     base = None
     for config in ("one", "two"):
@@ -147,12 +150,15 @@ for load_name in ("sampled", "greedy"):
             total, seq, wrong, errors, devices = load(f"{load_name}-{config}")
         except (OSError, KeyError, ValueError) as e:
             print(f"| {load_name} | {config} | missing ({e}) | | | | | |")
+            bad = True
             continue
         if config == "one":
             base = total
         ratio = f"{total / base:.2f}x" if base and config == "two" else ""
         dev = " ".join(f"{k}:{v}" for k, v in sorted(devices.items()))
         print(f"| {load_name} | {config} | {total:.0f} | {seq:.0f} | {dev} | {wrong} | {errors} | {ratio} |")
+        bad = bad or wrong > 0 or errors > 0 or total == 0
+sys.exit(1 if bad else 0)
 PY
 cat "$out/multi.md"
 tar -C "$out" -czf "$out/../multi-logs.tgz" . && mv "$out/../multi-logs.tgz" "$out/"
