@@ -66,12 +66,21 @@ SV_HD float RowMassOf(SampleValueKind kind, float v) {
 // 1 / T, computed the same way everywhere (T > 0).
 SV_HD float InverseTemperature(float t) { return detmath::Div(1.0f, t); }
 
-// exp((z - m) / T) as ExpDet((z - m) * (1 / T)); exactly 1 at the maximum even
-// when 1/T overflows.
-SV_HD float LogitWeight(float z, float row_max, float inv_t) {
+// log2(e) / T, the per-row scale of LogitWeight (+inf when 1/T is that large).
+SV_HD float LogitScale(float inv_t) { return detmath::Mul(inv_t, 1.44269504088896341f); }
+
+// exp((z - m) / T) as Exp2Det((z - m) * (log2(e) / T)), with the scale from
+// LogitScale; exactly 1 at the maximum even when the scale overflows. The
+// softmax normalizer evaluates it for every element of every row, so it is
+// the cheap base-2 form (the rounding of the scaled difference costs the
+// same relative error as rounding (z - m) / T did with ExpDet).
+SV_HD float ScaledLogitWeight(float z, float row_max, float scale) {
   const float d = detmath::Sub(z, row_max);
-  if (d == 0.0f) return 1.0f;
-  return detmath::ExpDet(detmath::Mul(d, inv_t));
+  return d == 0.0f ? 1.0f : detmath::Exp2Det(detmath::Mul(d, scale));
+}
+
+SV_HD float LogitWeight(float z, float row_max, float inv_t) {
+  return ScaledLogitWeight(z, row_max, LogitScale(inv_t));
 }
 
 // Seed 001: sigmoid((z / T - alpha) / (beta - alpha)).

@@ -27,6 +27,10 @@ constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLa
 // forced 64 registers and spilled). The launcher plans 2 or 3 blocks per SM
 // by batch size (RejectionRaceBlocksPerSm), always one wave.
 constexpr int kRaceBlocksPerSm = 3;
+// The row pass holds a chunk's 16 values per thread in registers between its
+// maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers)
+// keep enough loads in flight.
+constexpr int kRowPassBlocksPerSm = 6;
 constexpr int kFilterThreads = 1024;
 // The race sweep streams its row share through shared memory with
 // asynchronous copies (sm_80+), kStageLookahead quads per thread in flight,
@@ -269,11 +273,65 @@ struct RowPassArgs {
   RowPassMode mode;
 };
 
+// Block max of one float per thread (any NaN is dropped: the callers check
+// validity separately).
+__device__ float BlockMax(float m, float* shared) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = m;
+  __syncthreads();
+  float result = shared[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) result = fmaxf(result, shared[w]);
+  return result;
+}
+
+// The normalizer of a whole chunk of a sampled (T > 0) logits row: the hot
+// path of the logits pass, straight-line per element. Validity is a v * 0
+// poison (NaN once any value is infinite or NaN), the maximum a plain fmaxf
+// (its sign of zero may differ from the reference's first maximum, which
+// changes no weight: z - (+0) and z - (-0) are equal or both 0), and the
+// weights the fixed-order lane sums of rejection_core.h. No argmax: only
+// greedy rows read it.
 template <SampleDtype D>
-__global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
+__device__ __forceinline__ ChunkStats FullChunkStats(const void* row_ptr, int32_t begin, float inv_t,
+                                                     double* sum_shared, float* max_shared) {
+  float v[kRounds][4];
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    UnpackQuad<D>(__ldg(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row_ptr) +
+                                                                int64_t{x} * SampleDtypeBytes(D))),
+                  v[r]);
+  }
+  float poison = 0.0f, m = -kInfinity;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      poison = __fmaf_rn(v[r][i], 0.0f, poison);
+      m = fmaxf(m, v[r][i]);
+    }
+  }
+  const bool bad = __syncthreads_or(!(poison == 0.0f));
+  m = BlockMax(m, max_shared);
+  const float scale = rejection::LogitScale(inv_t);
+  float partial = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
+  }
+  const double sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
+  return ChunkStats{m, bad ? -1 : begin, sum};
+}
+
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(RowPassArgs a) {
   __shared__ double sum_shared[kThreads];
   __shared__ MaxArg max_shared[kWarps];
   __shared__ ChunkStats row_chunks[kMaxChunks];
+  __shared__ double scaled_sums[kMaxChunks];
   __shared__ bool is_last;
   const RejectionBatchInput& in = a.in;
   const int64_t slot = blockIdx.x / a.num_chunks;
@@ -289,53 +347,57 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
   const int32_t begin = c * rejection::kNormalizerChunk;
   const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
 
-  float v[kRounds][4];
-  bool bad = false;
-  MaxArg m{0.0f, -1};
+  ChunkStats stats;
+  if (a.mode == RowPassMode::kNormalize && !greedy && vector_ok && end - begin == rejection::kNormalizerChunk) {
+    stats = FullChunkStats<D>(row_ptr, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared));
+  } else {
+    float v[kRounds][4];
+    bool bad = false;
+    MaxArg m{0.0f, -1};
 #pragma unroll
-  for (int r = 0; r < kRounds; ++r) {
-    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
-    Load4<D>(row_ptr, x, end, vector_ok, v[r]);
+    for (int r = 0; r < kRounds; ++r) {
+      const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+      Load4<D>(row_ptr, x, end, vector_ok, v[r]);
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      if (x + i >= end) continue;
-      bad = bad || !rejection::ValueIsValid(in.kind, v[r][i]);
-      const MaxArg o{v[r][i], x + i};
-      if (MaxBeats(o, m)) m = o;
+      for (int i = 0; i < 4; ++i) {
+        if (x + i >= end) continue;
+        bad = bad || !rejection::ValueIsValid(in.kind, v[r][i]);
+        const MaxArg o{v[r][i], x + i};
+        if (MaxBeats(o, m)) m = o;
+      }
     }
-  }
-  bad = __syncthreads_or(bad);
-  float partial = 0.0f;  // the lane's sum, in float (rejection_core.h's fixed order)
-  ChunkStats stats{0.0f, bad ? -1 : begin, 0.0};
-  if (a.mode == RowPassMode::kNormalize) {
-    m = BlockMaxArg(m, max_shared);
-    stats.max = m.value;
-    if (!bad) stats.argmax = m.index;
-    if (!greedy) {
+    bad = __syncthreads_or(bad);
+    float partial = 0.0f;  // the lane's sum, in float (rejection_core.h's fixed order)
+    stats = ChunkStats{0.0f, bad ? -1 : begin, 0.0};
+    if (a.mode == RowPassMode::kNormalize) {
+      m = BlockMaxArg(m, max_shared);
+      stats.max = m.value;
+      if (!bad) stats.argmax = m.index;
+      if (!greedy) {
+        const float scale = rejection::LogitScale(inv_t);
+#pragma unroll
+        for (int r = 0; r < kRounds; ++r) {
+          const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            if (x + i < end) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m.value, scale));
+          }
+        }
+      }
+    } else {
+      // The row's mass: p, or ExpDet(v) for log-probabilities (RowMassOf).
 #pragma unroll
       for (int r = 0; r < kRounds; ++r) {
         const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          if (x + i < end) {
-            partial = detmath::Add(partial, rejection::LogitWeight(v[r][i], m.value, inv_t));
-          }
+          if (x + i < end) partial = detmath::Add(partial, rejection::RowMassOf(in.kind, v[r][i]));
         }
       }
     }
-  } else {
-    // The row's mass: p, or ExpDet(v) for log-probabilities (RowMassOf).
-#pragma unroll
-    for (int r = 0; r < kRounds; ++r) {
-      const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (x + i < end) partial = detmath::Add(partial, rejection::RowMassOf(in.kind, v[r][i]));
-      }
+    if (a.mode == RowPassMode::kCheck || !greedy) {
+      stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
     }
-  }
-  if (a.mode == RowPassMode::kCheck || !greedy) {
-    stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
   }
 
   // The last chunk of the row to finish combines the row (tickets reset by it).
@@ -354,22 +416,53 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
     row_chunks[i] = ChunkStats{__ldcg(&src->max), __ldcg(&src->argmax), __ldcg(&src->sum)};
   }
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  DeviceRowNorm out{};
-  for (int32_t i = 0; i < a.num_chunks; ++i) {
-    if (row_chunks[i].argmax < 0) out.flags |= kRowBadElement;
+  if (threadIdx.x >= 32) return;
+  // Warp 0 combines (rejection::CombineChunks, same bits): the maximum with
+  // the lowest chunk on ties, then the chunk sums rescaled in parallel and
+  // added in chunk order by lane 0.
+  const int lane = threadIdx.x;
+  MaxArg best{0.0f, -1};
+  bool bad = false;
+  for (int32_t i = lane; i < a.num_chunks; i += 32) {
+    bad = bad || row_chunks[i].argmax < 0;
+    const MaxArg o{row_chunks[i].max, i};
+    if (MaxBeats(o, best)) best = o;
   }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const MaxArg o{__shfl_xor_sync(kFullMask, best.value, offset), __shfl_xor_sync(kFullMask, best.index, offset)};
+    if (MaxBeats(o, best)) best = o;
+  }
+  bad = __any_sync(kFullMask, bad);
+  DeviceRowNorm out{};
+  if (bad) out.flags |= kRowBadElement;
   if (a.mode == RowPassMode::kNormalize) {
-    if (out.flags == 0) out.norm = rejection::CombineChunks(row_chunks, a.num_chunks, inv_t);
-  } else {
+    if (!bad) {
+      for (int32_t i = lane; i < a.num_chunks; i += 32) {
+        scaled_sums[i] = detmath::MulD(row_chunks[i].sum,
+                                       static_cast<double>(rejection::LogitWeight(row_chunks[i].max, best.value, inv_t)));
+      }
+      __syncwarp();
+      if (lane == 0) {
+        double z = 0.0;
+        for (int32_t i = 0; i < a.num_chunks; ++i) z = detmath::AddD(z, scaled_sums[i]);
+        out.norm.max = best.value;
+        out.norm.argmax = row_chunks[best.index].argmax;
+        out.norm.sum = static_cast<float>(z);
+        out.norm.threshold = rejection::NegativeInfinity();
+      }
+    }
+  } else if (lane == 0) {
     double sum = 0.0;
     for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, row_chunks[i].sum);
     if (in.kind != SampleValueKind::kLogits && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
       out.flags |= kRowBadSum;
     }
   }
-  a.scratch.norms[slot] = out;
-  a.scratch.row_tickets[slot] = 0;
+  if (lane == 0) {
+    a.scratch.norms[slot] = out;
+    a.scratch.row_tickets[slot] = 0;
+  }
 }
 
 // ------------------------------------------------------------ filter --
