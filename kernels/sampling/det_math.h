@@ -137,12 +137,33 @@ SV_HD float ExpDet(float x) {
   return Mul(y, Pow2(n));
 }
 
-// 2^t, within 1 ulp of the true value (normal results; subnormal ones within
-// 2^-149): t <= -150 (and NaN) gives 0, t >= 127.5 gives +inf. Branch-free and about 20 instructions on the GPU (FMA Horner
-// polynomial): the softmax normalizer evaluates it once per vocabulary
-// element (LogitWeight), where ExpDet's FMA-free polynomial and branches made
-// the pass compute-bound.
+// min / max as fminf / fmaxf (a NaN operand yields the other one), the same on
+// both sides.
+SV_HD float MinF(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fminf(a, b);
+#else
+  return std::fmin(a, b);
+#endif
+}
+SV_HD float MaxF(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  return std::fmax(a, b);
+#endif
+}
+
+// 2^t, within 1 ulp of the true value for normal results (subnormal ones
+// within 2^-149): 0 below about -150 (and for NaN), +inf from 128. Branch-free,
+// about 20 instructions on the GPU (FMA Horner polynomial, no select): the
+// softmax normalizer evaluates it once per vocabulary element
+// (LogitWeight), where ExpDet's FMA-free polynomial and branches made the
+// pass compute-bound.
 SV_HD float Exp2Det(float t) {
+  // Clamping keeps every step below exact and in range; -152 (also NaN's
+  // image) still rounds to 0 and 129 overflows to +inf in the final multiply.
+  t = MinF(MaxF(t, -152.0f), 129.0f);
   // n = round-half-even(t) with the 1.5 * 2^23 trick; r = t - n is exact, in [-0.5, 0.5].
   constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23
   const float shifted = Add(t, kRoundMagic);
@@ -158,11 +179,11 @@ SV_HD float Exp2Det(float t) {
   q = Fma(q, r, 2.402264774e-1f);
   q = Fma(q, r, 6.931471825e-1f);
   const float p = Fma(q, r, 1.0f);  // in [0.70, 1.42]
-  // p * 2^n in two steps: an exact exponent add to 2^n1 (n1 >= -125 keeps it
-  // normal), then one rounding multiply by 2^(n - n1) (1 unless the result is subnormal).
-  const int32_t n1 = n > -125 ? n : -125;
-  const float scaled = Mul(BitsToFloat(FloatToBits(p) + (static_cast<uint32_t>(n1) << 23)), Pow2(n - n1));
-  return t > -150.0f ? (t < 127.5f ? scaled : BitsToFloat(0x7f800000u)) : 0.0f;
+  // p * 2^n in two steps: an exact exponent add of n1 = clamp(n, -125, 127)
+  // (the result stays normal), then one rounding multiply by 2^(n - n1), n - n1
+  // in [-27, 2] (1 unless the result is subnormal or overflows).
+  const int32_t n1 = n < -125 ? -125 : (n > 127 ? 127 : n);
+  return Mul(BitsToFloat(FloatToBits(p) + (static_cast<uint32_t>(n1) << 23)), Pow2(n - n1));
 }
 
 // Natural log of a positive normal float (the uniforms here are >= 2^-24).

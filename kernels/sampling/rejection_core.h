@@ -66,17 +66,19 @@ SV_HD float RowMassOf(SampleValueKind kind, float v) {
 // 1 / T, computed the same way everywhere (T > 0).
 SV_HD float InverseTemperature(float t) { return detmath::Div(1.0f, t); }
 
-// log2(e) / T, the per-row scale of LogitWeight (+inf when 1/T is that large).
-SV_HD float LogitScale(float inv_t) { return detmath::Mul(inv_t, 1.44269504088896341f); }
+// log2(e) / T, the per-row scale of LogitWeight, capped at FLT_MAX so that
+// (z - m) * scale is never NaN (0 * inf): the maximum keeps weight exactly 1.
+SV_HD float LogitScale(float inv_t) {
+  return detmath::MinF(detmath::Mul(inv_t, 1.44269504088896341f), 3.40282347e38f);
+}
 
 // exp((z - m) / T) as Exp2Det((z - m) * (log2(e) / T)), with the scale from
-// LogitScale; exactly 1 at the maximum even when the scale overflows. The
-// softmax normalizer evaluates it for every element of every row, so it is
-// the cheap base-2 form (the rounding of the scaled difference costs the
-// same relative error as rounding (z - m) / T did with ExpDet).
+// LogitScale: exactly 1 at the maximum (Exp2Det(+-0) = 1). The softmax
+// normalizer evaluates it for every element of every row, so it is the cheap
+// base-2 form, with no branch (the rounding of the scaled difference costs
+// the same relative error as rounding (z - m) / T did with ExpDet).
 SV_HD float ScaledLogitWeight(float z, float row_max, float scale) {
-  const float d = detmath::Sub(z, row_max);
-  return d == 0.0f ? 1.0f : detmath::Exp2Det(detmath::Mul(d, scale));
+  return detmath::Exp2Det(detmath::Mul(detmath::Sub(z, row_max), scale));
 }
 
 SV_HD float LogitWeight(float z, float row_max, float inv_t) {

@@ -28,8 +28,7 @@ constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLa
 // by batch size (RejectionRaceBlocksPerSm), always one wave.
 constexpr int kRaceBlocksPerSm = 3;
 // The row pass holds a chunk's 16 values per thread in registers between its
-// maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers)
-// keep enough loads in flight.
+// maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers).
 constexpr int kRowPassBlocksPerSm = 6;
 constexpr int kFilterThreads = 1024;
 // The race sweep streams its row share through shared memory with
@@ -64,7 +63,6 @@ struct DeviceRowNorm {
 struct ScratchLayout {
   unsigned long long* race_words = nullptr;  // [max_sequences]
   uint32_t* race_flags = nullptr;            // [max_sequences]: 1 invalid target element, 2 invalid draft element
-  uint32_t* row_tickets = nullptr;           // [max_rows]
   int32_t* race_k = nullptr;                 // [max_sequences]
   ChunkStats* chunks = nullptr;              // [max_rows * max_chunks]; argmax -1 marks an invalid element
   DeviceRowNorm* norms = nullptr;            // [max_rows]: target rows, then draft rows
@@ -95,7 +93,6 @@ ScratchLayout Carve(void* base, const RejectionScratchLimits& l) {
   const int32_t chunks = rejection::NumChunks(l.max_vocab_size);
   s.race_words = reinterpret_cast<unsigned long long*>(take(sizeof(unsigned long long) * l.max_sequences));
   s.race_flags = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * l.max_sequences));
-  s.row_tickets = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * rows));
   s.zeroed_bytes = off;
   s.race_k = reinterpret_cast<int32_t*>(take(sizeof(int32_t) * l.max_sequences));
   s.chunks = reinterpret_cast<ChunkStats*>(take(sizeof(ChunkStats) * rows * chunks));
@@ -269,6 +266,7 @@ struct RowPassArgs {
   RejectionBatchInput in;
   ScratchLayout scratch;
   int64_t num_target_rows;
+  int64_t num_draft_rows;
   int32_t num_chunks;
   RowPassMode mode;
 };
@@ -286,17 +284,9 @@ __device__ float BlockMax(float m, float* shared) {
   return result;
 }
 
-// The normalizer of a whole chunk of a sampled (T > 0) logits row: the hot
-// path of the logits pass, straight-line per element. Validity is a v * 0
-// poison (NaN once any value is infinite or NaN), the maximum a plain fmaxf
-// (its sign of zero may differ from the reference's first maximum, which
-// changes no weight: z - (+0) and z - (-0) are equal or both 0), and the
-// weights the fixed-order lane sums of rejection_core.h. No argmax: only
-// greedy rows read it.
+// The thread's 16 values of a whole chunk (lane order of rejection_core.h).
 template <SampleDtype D>
-__device__ __forceinline__ ChunkStats FullChunkStats(const void* row_ptr, int32_t begin, float inv_t,
-                                                     double* sum_shared, float* max_shared) {
-  float v[kRounds][4];
+__device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, float (&v)[kRounds][4]) {
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
     const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
@@ -304,6 +294,17 @@ __device__ __forceinline__ ChunkStats FullChunkStats(const void* row_ptr, int32_
                                                                 int64_t{x} * SampleDtypeBytes(D))),
                   v[r]);
   }
+}
+
+// The normalizer of a whole chunk of a sampled (T > 0) logits row: the hot
+// path of the logits pass, straight-line per element. Validity is a v * 0
+// poison (NaN once any value is infinite or NaN), the maximum a plain fmaxf
+// (its sign of zero may differ from the reference's first maximum, which
+// changes no weight: z - (+0) and z - (-0) are equal or both 0), and the
+// weights the fixed-order lane sums of rejection_core.h. No argmax: only
+// greedy rows read it.
+__device__ __forceinline__ ChunkStats FullChunkStats(const float (&v)[kRounds][4], int32_t begin, float inv_t,
+                                                     double* sum_shared, float* max_shared) {
   float poison = 0.0f, m = -kInfinity;
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
@@ -326,106 +327,124 @@ __device__ __forceinline__ ChunkStats FullChunkStats(const void* row_ptr, int32_
   return ChunkStats{m, bad ? -1 : begin, sum};
 }
 
+// Any other chunk: a row's partial last chunk, a greedy row (argmax), the
+// full-row check. Loads its own values.
 template <SampleDtype D>
-__global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(RowPassArgs a) {
-  __shared__ double sum_shared[kThreads];
-  __shared__ MaxArg max_shared[kWarps];
-  __shared__ ChunkStats row_chunks[kMaxChunks];
-  __shared__ double scaled_sums[kMaxChunks];
-  __shared__ bool is_last;
+__device__ ChunkStats GeneralChunkStats(const RowPassArgs& a, const void* row_ptr, int32_t begin, int32_t end,
+                                        bool greedy, float inv_t, double* sum_shared, MaxArg* max_shared) {
   const RejectionBatchInput& in = a.in;
-  const int64_t slot = blockIdx.x / a.num_chunks;
-  const int32_t c = blockIdx.x % a.num_chunks;
-  const bool is_draft = slot >= a.num_target_rows;
-  const int64_t row = is_draft ? slot - a.num_target_rows : slot;
-  const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, is_draft ? 0 : 1);
-  const SequenceSamplingParams s = in.sequences[seq];
-  const bool greedy = !(s.temperature > 0.0f);
-  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(s.temperature);
-  const void* row_ptr = SampledRowAddress(in, is_draft, row);
   const bool vector_ok = in.vocab_size % 4 == 0;
-  const int32_t begin = c * rejection::kNormalizerChunk;
-  const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
-
-  ChunkStats stats;
-  if (a.mode == RowPassMode::kNormalize && !greedy && vector_ok && end - begin == rejection::kNormalizerChunk) {
-    stats = FullChunkStats<D>(row_ptr, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared));
-  } else {
-    float v[kRounds][4];
-    bool bad = false;
-    MaxArg m{0.0f, -1};
+  float v[kRounds][4];
+  bool bad = false;
+  MaxArg m{0.0f, -1};
 #pragma unroll
-    for (int r = 0; r < kRounds; ++r) {
-      const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
-      Load4<D>(row_ptr, x, end, vector_ok, v[r]);
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    Load4<D>(row_ptr, x, end, vector_ok, v[r]);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (x + i >= end) continue;
-        bad = bad || !rejection::ValueIsValid(in.kind, v[r][i]);
-        const MaxArg o{v[r][i], x + i};
-        if (MaxBeats(o, m)) m = o;
-      }
+    for (int i = 0; i < 4; ++i) {
+      if (x + i >= end) continue;
+      bad = bad || !rejection::ValueIsValid(in.kind, v[r][i]);
+      const MaxArg o{v[r][i], x + i};
+      if (MaxBeats(o, m)) m = o;
     }
-    bad = __syncthreads_or(bad);
-    float partial = 0.0f;  // the lane's sum, in float (rejection_core.h's fixed order)
-    stats = ChunkStats{0.0f, bad ? -1 : begin, 0.0};
-    if (a.mode == RowPassMode::kNormalize) {
-      m = BlockMaxArg(m, max_shared);
-      stats.max = m.value;
-      if (!bad) stats.argmax = m.index;
-      if (!greedy) {
-        const float scale = rejection::LogitScale(inv_t);
-#pragma unroll
-        for (int r = 0; r < kRounds; ++r) {
-          const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            if (x + i < end) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m.value, scale));
-          }
-        }
-      }
-    } else {
-      // The row's mass: p, or ExpDet(v) for log-probabilities (RowMassOf).
+  }
+  bad = __syncthreads_or(bad);
+  float partial = 0.0f;  // the lane's sum, in float (rejection_core.h's fixed order)
+  ChunkStats stats{0.0f, bad ? -1 : begin, 0.0};
+  if (a.mode == RowPassMode::kNormalize) {
+    m = BlockMaxArg(m, max_shared);
+    stats.max = m.value;
+    if (!bad) stats.argmax = m.index;
+    if (!greedy) {
+      const float scale = rejection::LogitScale(inv_t);
 #pragma unroll
       for (int r = 0; r < kRounds; ++r) {
         const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          if (x + i < end) partial = detmath::Add(partial, rejection::RowMassOf(in.kind, v[r][i]));
+          if (x + i < end) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m.value, scale));
         }
       }
     }
-    if (a.mode == RowPassMode::kCheck || !greedy) {
-      stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
+  } else {
+    // The row's mass: p, or ExpDet(v) for log-probabilities (RowMassOf).
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (x + i < end) partial = detmath::Add(partial, rejection::RowMassOf(in.kind, v[r][i]));
+      }
     }
   }
+  if (a.mode == RowPassMode::kCheck || !greedy) {
+    stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
+  }
+  return stats;
+}
 
-  // The last chunk of the row to finish combines the row (tickets reset by it).
-  ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
-  if (threadIdx.x == 0) {
-    chunks[c] = stats;
-    __threadfence();
-    const uint32_t ticket = atomicAdd(&a.scratch.row_tickets[slot], 1u);
-    is_last = ticket == static_cast<uint32_t>(a.num_chunks - 1);
-  }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  for (int32_t i = threadIdx.x; i < a.num_chunks; i += kThreads) {
-    const ChunkStats* src = chunks + i;
-    row_chunks[i] = ChunkStats{__ldcg(&src->max), __ldcg(&src->argmax), __ldcg(&src->sum)};
-  }
-  __syncthreads();
-  if (threadIdx.x >= 32) return;
-  // Warp 0 combines (rejection::CombineChunks, same bits): the maximum with
-  // the lowest chunk on ties, then the chunk sums rescaled in parallel and
-  // added in chunk order by lane 0.
-  const int lane = threadIdx.x;
+// Row statistics of one row's temperature (the row's sequence).
+__device__ __forceinline__ float RowTemperature(const RowPassArgs& a, int64_t slot) {
+  const bool is_draft = slot >= a.num_target_rows;
+  const int64_t row = is_draft ? slot - a.num_target_rows : slot;
+  return a.in.sequences[SequenceOfRow(a.in.draft_offsets, a.in.num_sequences, row, is_draft ? 0 : 1)].temperature;
+}
+
+// One block per (row, chunk). A block's life is a chain of latencies (its
+// row's address, the chunk's loads, two block reductions), so it carries no
+// more: the chunk's values are requested before the row's sequence is looked
+// up (the full-chunk case needs no sequence to load), and the chunks are
+// combined by CombineRowsKernel, not by a last-block ticket (its fence and
+// atomic round trips held every block ~1.5 us longer).
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(RowPassArgs a) {
+  __shared__ double sum_shared[kThreads];
+  __shared__ MaxArg max_shared[kWarps];
+  const RejectionBatchInput& in = a.in;
+  const int64_t slot = blockIdx.x / a.num_chunks;
+  const int32_t c = blockIdx.x % a.num_chunks;
+  const bool is_draft = slot >= a.num_target_rows;
+  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const int32_t begin = c * rejection::kNormalizerChunk;
+  const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+  const bool full = a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
+                    end - begin == rejection::kNormalizerChunk;
+  float v[kRounds][4];
+  if (full) LoadChunk<D>(row_ptr, begin, v);
+  const float temperature = RowTemperature(a, slot);
+  const bool greedy = !(temperature > 0.0f);
+  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
+  const ChunkStats stats = (full && !greedy)
+                               ? FullChunkStats(v, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
+                               : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+  if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
+}
+
+// Combines each row's chunks (rejection::CombineChunks' bits), one warp per
+// row: the maximum with the lowest chunk on ties, then the chunk sums
+// rescaled in parallel and added in chunk order by lane 0. Launched as a
+// programmatic dependent of the row pass (sm_90): it waits for that grid's
+// completion and memory flush.
+constexpr int kCombineThreads = 128;
+
+__global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs a) {
+  __shared__ double scaled_sums[kCombineThreads / 32][kMaxChunks];
+  race_result::WaitForPrimaryGrid();
+  race_result::AllowDependentLaunch();
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kCombineThreads / 32) + warp;
+  if (slot >= a.num_target_rows + a.num_draft_rows) return;
+  const ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
+  const float temperature = RowTemperature(a, slot);
+  const float inv_t = temperature > 0.0f ? rejection::InverseTemperature(temperature) : 0.0f;
   MaxArg best{0.0f, -1};
   bool bad = false;
   for (int32_t i = lane; i < a.num_chunks; i += 32) {
-    bad = bad || row_chunks[i].argmax < 0;
-    const MaxArg o{row_chunks[i].max, i};
+    const ChunkStats cs{__ldcg(&chunks[i].max), __ldcg(&chunks[i].argmax), 0.0};
+    bad = bad || cs.argmax < 0;
+    const MaxArg o{cs.max, i};
     if (MaxBeats(o, best)) best = o;
   }
 #pragma unroll
@@ -439,30 +458,27 @@ __global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(R
   if (a.mode == RowPassMode::kNormalize) {
     if (!bad) {
       for (int32_t i = lane; i < a.num_chunks; i += 32) {
-        scaled_sums[i] = detmath::MulD(row_chunks[i].sum,
-                                       static_cast<double>(rejection::LogitWeight(row_chunks[i].max, best.value, inv_t)));
+        scaled_sums[warp][i] = detmath::MulD(
+            __ldcg(&chunks[i].sum), static_cast<double>(rejection::LogitWeight(__ldcg(&chunks[i].max), best.value, inv_t)));
       }
       __syncwarp();
       if (lane == 0) {
         double z = 0.0;
-        for (int32_t i = 0; i < a.num_chunks; ++i) z = detmath::AddD(z, scaled_sums[i]);
+        for (int32_t i = 0; i < a.num_chunks; ++i) z = detmath::AddD(z, scaled_sums[warp][i]);
         out.norm.max = best.value;
-        out.norm.argmax = row_chunks[best.index].argmax;
+        out.norm.argmax = __ldcg(&chunks[best.index].argmax);
         out.norm.sum = static_cast<float>(z);
         out.norm.threshold = rejection::NegativeInfinity();
       }
     }
   } else if (lane == 0) {
     double sum = 0.0;
-    for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, row_chunks[i].sum);
-    if (in.kind != SampleValueKind::kLogits && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
+    for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, __ldcg(&chunks[i].sum));
+    if (a.in.kind != SampleValueKind::kLogits && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
       out.flags |= kRowBadSum;
     }
   }
-  if (lane == 0) {
-    a.scratch.norms[slot] = out;
-    a.scratch.row_tickets[slot] = 0;
-  }
+  if (lane == 0) a.scratch.norms[slot] = out;
 }
 
 // ------------------------------------------------------------ filter --
@@ -818,6 +834,9 @@ struct RowShare {
   uint32_t sequence_index;
   uint32_t position;  // k
   int32_t drafted;    // kResidualOneHot: x_k
+  // Exact logits: per-row constants of the pruning bounds (LogitBounds).
+  float logit_scale;  // LogitScale(1/T), both rows
+  float target_inv_sum_up, target_inv_sum_lo, draft_inv_sum_up, draft_inv_sum_lo;
 };
 
 // Value checks of everything a thread reads, branch-free: `poison`
@@ -1074,6 +1093,92 @@ struct LogProbabilityQuad {
   }
 };
 
+// Exact logits: bounds on p = Div(Exp2Det(t), Z), t = (v - m) * scale, from
+// one MUFU ex2 (no polynomial, no division), so the hopeless test costs a
+// few instructions per element and only the seeding and the hopeful entrants
+// pay for the exact weight. ex2.approx's relative error (2 ulp) and
+// Exp2Det's (1 ulp) are far inside the 0.1% margins on the weight and on
+// 1/Z (the inv_sum constants); the additive 2^-126 covers results the .ftz
+// form flushes (p <= weight since Z >= 1: the maximum weighs 1). Values
+// below a filtered row's threshold have p = 0 (both bounds 0). As for
+// log-probabilities, the bounds only prune; the outcome is the full race's.
+__device__ __forceinline__ void LogitBounds(float v, float row_max, float scale, float threshold, float inv_sum_up,
+                                            float inv_sum_lo, float& up, float& lo) {
+  const float t = detmath::Mul(detmath::Sub(v, row_max), scale);
+  float approx;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(t));
+  const bool kept = v >= threshold;
+  up = kept ? __fmul_rn(__fmaf_rn(approx, 1.001f, kFloatMinNormal), inv_sum_up) : 0.0f;
+  lo = kept ? __fmul_rn(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), inv_sum_lo) : 0.0f;
+}
+
+// A quad of exact-logits values, the LogProbabilityQuad scheme: exact
+// weights (ProbabilityOf, as the reference) only where needed, bounds
+// otherwise. Slots outside the row or the share hold -inf (weight 0).
+template <RowRace R>
+struct LogitQuad {
+  const RowShare& w;
+  const float (&tv)[4];
+  const float (&dv)[4];
+  int32_t x0;
+
+  __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
+  __device__ __forceinline__ float ExactTarget(int e) const {
+    return rejection::ProbabilityOf(w.target_probability, tv[e]);
+  }
+  __device__ __forceinline__ float ExactResidual(int e) const {
+    const float p = ExactTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      // As QuadWeights: fmaxf(p - q, 0) is ResidualWeight.
+      return fmaxf(detmath::Sub(p, rejection::ProbabilityOf(w.draft_probability, dv[e])), 0.0f);
+    } else {
+      return rejection::ResidualWeight(p, OneHotDraft(e));
+    }
+  }
+  __device__ __forceinline__ void TargetBounds(int e, float& up, float& lo) const {
+    const RowNormalizer& n = w.target_probability.norm;
+    LogitBounds(tv[e], n.max, w.logit_scale, n.threshold, w.target_inv_sum_up, w.target_inv_sum_lo, up, lo);
+  }
+  __device__ __forceinline__ void DraftBounds(int e, float& up, float& lo) const {
+    const RowNormalizer& n = w.draft_probability.norm;
+    LogitBounds(dv[e], n.max, w.logit_scale, n.threshold, w.draft_inv_sum_up, w.draft_inv_sum_lo, up, lo);
+  }
+  __device__ __forceinline__ float BoundTarget(int e) const {
+    float up, lo;
+    TargetBounds(e, up, lo);
+    return up;
+  }
+  // max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone).
+  __device__ __forceinline__ float BoundResidual(int e) const {
+    const float p_up = BoundTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      float q_up, q_lo;
+      DraftBounds(e, q_up, q_lo);
+      return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
+    } else {
+      return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
+    }
+  }
+  // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
+  __device__ __forceinline__ bool CertainResidual() const {
+    bool certain = false;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float p_up, p_lo;
+      TargetBounds(e, p_up, p_lo);
+      float q_up;
+      if constexpr (R == RowRace::kResidualDraftRow) {
+        float q_lo;
+        DraftBounds(e, q_up, q_lo);
+      } else {
+        q_up = OneHotDraft(e);
+      }
+      certain = certain || p_lo > q_up;
+    }
+    return certain;
+  }
+};
+
 // The race over one quad. While the warp has seen no residual entrant the
 // target race is fed too: it only decides when the whole row has none, so a
 // warp that has seen one stops feeding it (warp-uniform `feed_target`): for
@@ -1095,6 +1200,23 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
       }
     }
     const LogProbabilityQuad<R> quad{w, tv, dv, x0};
+    const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
+    if constexpr (kResidual) {
+      if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
+      ReadBlockBound(residual_bound, &block.residual);
+      RaceOneQuad(
+          bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.ExactResidual(e); }, x0,
+          residual_bound, best_residual, &block.residual);
+    }
+    if (feed_target) {
+      ReadBlockBound(target_bound, &block.target);
+      RaceOneQuad(
+          bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.ExactTarget(e); }, x0,
+          target_bound, best_target, &block.target);
+    }
+  } else if constexpr (Traits::kLogitsExact) {
+    // Rows were checked by the normalizer pass: no value checks here.
+    const LogitQuad<R> quad{w, tv, dv, x0};
     const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
     if constexpr (kResidual) {
       if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
@@ -1175,7 +1297,8 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
                                            RaceCandidate& best_residual, RaceCandidate& best_target, int32_t& flags) {
   constexpr bool kDraftRow = R == RowRace::kResidualDraftRow;
   // Slots outside the share or past the row: probability 0 (log-probabilities: -inf).
-  constexpr float kPad = RaceModeTraits<M>::kLogProbabilities ? -kInfinity : 0.0f;
+  constexpr float kPad =
+      (RaceModeTraits<M>::kLogProbabilities || RaceModeTraits<M>::kLogitsExact) ? -kInfinity : 0.0f;
   ValueChecks checks;
   RaceBound residual_bound, target_bound;
   bool feed_target = true;
@@ -1281,6 +1404,9 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
       asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
     }
   }
+  // A programmatic dependent of the combine / filter grid after a row pass
+  // (a no-op otherwise): the normalizers are read from here on.
+  race_result::WaitForPrimaryGrid();
   // Warp 0 decides for the block (every warp deciding cost the block 8x the
   // decision's instructions, and the race is instruction-bound); the barrier
   // also publishes block_bounds' initial value.
@@ -1314,6 +1440,15 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   if (Traits::kLogitsExact) {
     share.target_probability.norm = a.scratch.norms[target_row].norm;
     if (use_draft_row) share.draft_probability.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
+    // The bounds' per-row constants (LogitBounds): 1/Z within 0.1%, either side.
+    const float scale = rejection::LogitScale(inv_t);
+    const float target_inv = __frcp_rn(share.target_probability.norm.sum);
+    share.logit_scale = scale;
+    share.target_inv_sum_up = __fmul_rn(target_inv, 1.001f);
+    share.target_inv_sum_lo = __fmul_rn(target_inv, 0.999f);
+    const float draft_inv = use_draft_row ? __frcp_rn(share.draft_probability.norm.sum) : 0.0f;
+    share.draft_inv_sum_up = __fmul_rn(draft_inv, 1.001f);
+    share.draft_inv_sum_lo = __fmul_rn(draft_inv, 0.999f);
   }
   share.q_begin = q_begin;
   share.q_end = min(quads, q_begin + per_block);
@@ -1453,12 +1588,25 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
   const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
   const bool row_pass = logits_exact || in.validate_full_rows;
   const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
+  bool dependent = false;
+  if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
   if (row_pass) {
-    RowPassArgs args{in, layout, num_target_rows, num_chunks,
+    RowPassArgs args{in, layout, num_target_rows, num_draft_rows, num_chunks,
                      logits_exact ? RowPassMode::kNormalize : RowPassMode::kCheck};
     const int64_t blocks = (num_target_rows + num_draft_rows) * num_chunks;
     RowPassKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>((num_target_rows + num_draft_rows + kCombineThreads / 32 - 1) /
+                                                (kCombineThreads / 32)));
+    config.blockDim = dim3(kCombineThreads);
+    config.stream = stream;
+    config.attrs = dependent ? &attribute : nullptr;
+    config.numAttrs = dependent ? 1 : 0;
+    if (cudaError_t e = cudaLaunchKernelEx(&config, CombineRowsKernel, args); e != cudaSuccess) return e;
   }
   if (logits_exact && in.any_top_k_top_p) {
     FilterKernel<D><<<static_cast<unsigned>(num_target_rows), kFilterThreads, 0, stream>>>(FilterArgs{in, layout});
@@ -1486,13 +1634,19 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
                 logits_exact,
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
-  race<<<static_cast<unsigned>(blocks), kThreads, kRaceStageBytes, stream>>>(args);
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  bool dependent = false;
-  if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
+  {
+    // After a row pass the race is a programmatic dependent of the combine
+    // (or filter) grid: it waits for it before its decision reads the
+    // normalizers, and its launch overlaps that grid.
+    cudaLaunchConfig_t race_config{};
+    race_config.gridDim = dim3(static_cast<unsigned>(blocks));
+    race_config.blockDim = dim3(kThreads);
+    race_config.dynamicSmemBytes = kRaceStageBytes;
+    race_config.stream = stream;
+    race_config.attrs = (dependent && row_pass) ? &attribute : nullptr;
+    race_config.numAttrs = (dependent && row_pass) ? 1 : 0;
+    if (cudaError_t e = cudaLaunchKernelEx(&race_config, race, args); e != cudaSuccess) return e;
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>((in.num_sequences + kFinalizeThreads - 1) / kFinalizeThreads));
   config.blockDim = dim3(kFinalizeThreads);
@@ -1539,7 +1693,7 @@ cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const Reject
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) {
     return e;
   }
-  // Race words, flags and tickets start at zero; every launch leaves them at zero again.
+  // Race words and flags start at zero; every launch leaves them at zero again.
   if (cudaError_t e = cudaMemsetAsync(device_memory, 0, Carve(nullptr, limits).zeroed_bytes, stream);
       e != cudaSuccess) {
     return e;

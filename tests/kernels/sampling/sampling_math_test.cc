@@ -77,11 +77,11 @@ TEST(DetMathTest, ExpWithinTwoUlpOverTheSoftmaxRange) {
 }
 
 // The softmax weights' exp (LogitWeight): 2^t within 1 ulp for normal
-// results, within one step of 2^-149 for subnormal ones, 0 from -150 and
-// +inf from 127.5.
+// results, within one step of 2^-149 for subnormal ones, 0 from -151 and
+// +inf from 128.
 TEST(DetMathTest, Exp2WithinOneUlpAndRoundsSubnormalsCorrectly) {
   double worst = 0.0;
-  for (float t = -149.9f; t < 127.4f; t += 0.00731f) {
+  for (float t = -149.9f; t < 127.9f; t += 0.00731f) {
     const long double truth = std::exp2(static_cast<long double>(t));
     const float got = detmath::Exp2Det(t);
     if (truth < 1.1754943508222875e-38L) {
@@ -97,8 +97,11 @@ TEST(DetMathTest, Exp2WithinOneUlpAndRoundsSubnormalsCorrectly) {
   EXPECT_EQ(detmath::Exp2Det(-0.0f), 1.0f);
   EXPECT_EQ(detmath::Exp2Det(-1.0f), 0.5f);
   EXPECT_EQ(detmath::Exp2Det(-149.0f), std::ldexp(1.0f, -149));
-  EXPECT_EQ(detmath::Exp2Det(-150.0f), 0.0f);
-  EXPECT_TRUE(std::isinf(detmath::Exp2Det(127.5f)));
+  EXPECT_EQ(detmath::Exp2Det(-151.0f), 0.0f);
+  EXPECT_EQ(detmath::Exp2Det(-1e30f), 0.0f);
+  EXPECT_TRUE(std::isinf(detmath::Exp2Det(128.0f)));
+  EXPECT_TRUE(std::isinf(detmath::Exp2Det(1e30f)));
+  EXPECT_EQ(detmath::Exp2Det(127.0f), std::ldexp(1.0f, 127));
   EXPECT_EQ(detmath::Exp2Det(-std::numeric_limits<float>::infinity()), 0.0f);
   EXPECT_EQ(detmath::Exp2Det(std::numeric_limits<float>::quiet_NaN()), 0.0f);
   // The weight is exactly 1 at the maximum and decreasing below it.
