@@ -1,5 +1,6 @@
 #include "kernels/sampling/rejection_sample.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -54,6 +55,7 @@ constexpr int32_t kRowBadSum = 2;
 struct DeviceRowNorm {
   RowNormalizer norm;
   int32_t flags;  // kRowBadElement | kRowBadSum
+  double mass;    // norm.sum before its rounding to float (the filter's top-p budget)
 };
 
 // Per-sequence race result: one word that every race block folds its
@@ -121,7 +123,9 @@ __device__ __forceinline__ void UnpackQuad(const PackedQuad<D>& v, float out[4])
                            static_cast<uint16_t>(v.y >> 16)};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      out[i] = D == SampleDtype::kFloat16 ? detmath::Float16BitsToFloat(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
+      // fp16 -> fp32 is exact, so the hardware conversion (one instruction)
+      // gives Float16BitsToFloat's bits (NaN payloads aside: invalid either way).
+      out[i] = D == SampleDtype::kFloat16 ? __half2float(__ushort_as_half(h[i])) : detmath::BFloat16BitsToFloat(h[i]);
     }
   }
 }
@@ -469,6 +473,7 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
         out.norm.argmax = __ldcg(&chunks[best.index].argmax);
         out.norm.sum = static_cast<float>(z);
         out.norm.threshold = rejection::NegativeInfinity();
+        out.mass = z;
       }
     }
   } else if (lane == 0) {
@@ -499,13 +504,312 @@ struct FilterArgs {
   ScratchLayout scratch;
 };
 
+// The filter finds its threshold on a shared-memory copy of the few
+// elements that can decide it (FlashInfer and vLLM select top-k/top-p
+// thresholds by pivot or radix search rather than a sort; this is a radix
+// search whose first digit is a histogram over the whole row and whose
+// further digits run on the compacted candidates):
+//   1. one pass over the row: a count histogram of the top 11 bits of the
+//      order-preserving keys (shared atomics);
+//   2. from the histogram alone, the coarse bin b that holds the decision:
+//      top-k's k-th largest key, or (top-p without top-k) the lowest bin
+//      whose lower bound on the mass above it (count x weight of the bin's
+//      lower edge) is still below the budget, the budget top_p x Z taken
+//      from the normalizer of the row pass (in double, as combined);
+//   3. a second pass copies every element of bins >= b (key and weight) to
+//      shared memory, and the remaining radix digits of top-k and the whole
+//      top-p search (as before: 8-bit digits with mass histograms) run
+//      there, on at most kFilterCandidates elements; a row with more falls
+//      back to the global passes (FilterThresholdGlobal);
+//   4. the kept mass in the fixed chunk order, one warp per chunk (8 lanes
+//      of the chunk order per thread, the pairwise tree in registers and
+//      shuffles): the bits of rejection_core.h's order.
+constexpr int kFilterBins = 2048;
+constexpr int kFilterBinShift = 21;  // 32 - 11 bits
+constexpr int kFilterCandidates = 2048;
+constexpr int kFilterWarps = kFilterThreads / 32;
+
+constexpr int kFilterGroupWords = kMaxChunks * kThreads / 32;  // one bit per (chunk, lane) of the chunk order
+
+struct FilterShared {
+  union {
+    uint32_t bin_count[kFilterBins];           // steps 1-2
+    uint32_t group_bits[kFilterGroupWords];    // step 4: (chunk, lane) groups holding a kept element
+  };
+  uint32_t cand_key[kFilterCandidates];
+  float cand_weight[kFilterCandidates];
+  int32_t cand_index[kFilterCandidates];
+  uint32_t digit_count[256];
+  double digit_mass[256];
+  uint32_t warp_u[kFilterWarps];
+  double warp_d[kFilterWarps];
+  double chunk_sum[kMaxChunks];
+  int32_t cut_rank;
+  uint32_t cut_above, num_candidates, cursor;
+  uint32_t prefix;
+  uint32_t remaining;
+  double above, budget;
+};
+
+// Exclusive prefix sum over the 1024 threads of the filter block (thread
+// order), and the total. Uses sh.warp_u / sh.warp_d.
+template <typename T>
+__device__ __forceinline__ T FilterBlockScan(T v, T* warp_totals, T& total) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  T x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const T y = __shfl_up_sync(kFullMask, x, o);
+    if (lane >= o) x = x + y;
+  }
+  T exclusive = __shfl_up_sync(kFullMask, x, 1);
+  if (lane == 0) exclusive = T(0);
+  if (lane == 31) warp_totals[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    T w = warp_totals[lane];
+#pragma unroll
+    for (int o = 1; o < 32; o *= 2) {
+      const T y = __shfl_up_sync(kFullMask, w, o);
+      if (lane >= o) w = w + y;
+    }
+    warp_totals[lane] = w;
+  }
+  __syncthreads();
+  total = warp_totals[kFilterWarps - 1];
+  const T base = warp == 0 ? T(0) : warp_totals[warp - 1];
+  __syncthreads();
+  return base + exclusive;
+}
+
+// Calls f(x, z) for every element of the row, four quads per thread in flight.
+template <SampleDtype D, typename F>
+__device__ __forceinline__ void ForEachRowValue(const void* row_ptr, int32_t v, F&& f) {
+  const bool vector_ok = v % 4 == 0;
+  const int32_t quads = (v + 3) / 4;
+  constexpr int kUnroll = 4;
+  for (int32_t q0 = threadIdx.x; q0 < quads; q0 += kFilterThreads * kUnroll) {
+    float z[kUnroll][4];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int32_t q = q0 + u * kFilterThreads;
+      if (q < quads) Load4<D>(row_ptr, 4 * q, v, vector_ok, z[u], -kInfinity);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int32_t q = q0 + u * kFilterThreads;
+      if (q < quads) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (4 * q + i < v) f(4 * q + i, z[u][i]);
+        }
+      }
+    }
+  }
+}
+
+// One 8-bit digit of a radix search, chosen by warp 0 from sh.digit_count
+// (and sh.digit_mass): top-k (by_mass false) the digit holding the
+// `remaining`-th largest; top-p the lowest non-empty digit whose mass above
+// it, plus `above`, is below the budget (0 if none). Lane l owns digits
+// 255 - 8l down to 248 - 8l. Returns the digit; sets the count or mass above it.
+__device__ int FilterPickDigit(FilterShared& sh, bool by_mass, uint32_t remaining, uint32_t& count_above,
+                               double& mass_above) {
+  const int lane = threadIdx.x % 32;
+  uint32_t lane_count = 0;
+  double lane_mass = 0.0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int d = 255 - 8 * lane - i;
+    lane_count += sh.digit_count[d];
+    if (by_mass) lane_mass += sh.digit_mass[d];
+  }
+  uint32_t c = lane_count;
+  double m = lane_mass;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const uint32_t yc = __shfl_up_sync(kFullMask, c, o);
+    const double ym = __shfl_up_sync(kFullMask, m, o);
+    if (lane >= o) {
+      c += yc;
+      m += ym;
+    }
+  }
+  uint32_t c_above = c - lane_count;
+  double m_above = __shfl_up_sync(kFullMask, m, 1);
+  if (lane == 0) m_above = 0.0;
+  int chosen = -1;
+  uint32_t chosen_count = 0;
+  double chosen_mass = 0.0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int d = 255 - 8 * lane - i;
+    const uint32_t n = sh.digit_count[d];
+    const bool ok = n > 0 && (by_mass ? (sh.above + m_above < sh.budget) : (c_above < remaining));
+    if (ok) {
+      chosen = d;
+      chosen_count = c_above;
+      chosen_mass = m_above;
+    }
+    c_above += n;
+    if (by_mass) m_above += sh.digit_mass[d];
+  }
+  // The lowest digit chosen by any lane: the highest lane with a choice.
+  const unsigned lanes = __ballot_sync(kFullMask, chosen >= 0);
+  if (lanes == 0) {
+    count_above = 0;
+    mass_above = 0.0;
+    return 0;
+  }
+  const int src = 31 - __clz(lanes);
+  count_above = __shfl_sync(kFullMask, chosen_count, src);
+  mass_above = __shfl_sync(kFullMask, chosen_mass, src);
+  return __shfl_sync(kFullMask, chosen, src);
+}
+
+// The radix search over the candidates in shared memory: keys with
+// (key & mask) == prefix, 8-bit digits from `shift` down. Top-k: returns the
+// `remaining`-th largest key. Top-p (by_mass): the threshold key, with
+// sh.above / sh.budget as set by the caller; candidates below `kept_from`
+// take no part.
+__device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint32_t prefix, uint32_t mask,
+                                            int first_shift, uint32_t remaining, uint32_t kept_from,
+                                            bool set_budget_from_mass, float top_p) {
+  const int t = threadIdx.x;
+  const uint32_t n = sh.num_candidates;
+  // Digits at first_shift, first_shift - 8, ..., then 0 (24, 16, 8, 0 or
+  // 13, 5, 0: the last digit's high bits are then already fixed by the mask).
+  for (int shift = first_shift;; shift = shift >= 8 ? shift - 8 : 0) {
+    for (int d = t; d < 256; d += kFilterThreads) {
+      sh.digit_count[d] = 0;
+      sh.digit_mass[d] = 0.0;
+    }
+    __syncthreads();
+    for (uint32_t i = t; i < n; i += kFilterThreads) {
+      const uint32_t key = sh.cand_key[i];
+      if (key >= kept_from && (key & mask) == prefix) {
+        const uint32_t d = (key >> shift) & 255u;
+        atomicAdd(&sh.digit_count[d], 1u);
+        if (by_mass) atomicAdd(&sh.digit_mass[d], static_cast<double>(sh.cand_weight[i]));
+      }
+    }
+    __syncthreads();
+    if (t < 32) {
+      if (by_mass && set_budget_from_mass && shift == first_shift) {
+        // Top-k then top-p: the kept mass is the candidates' (all kept ones are candidates).
+        double m = 0.0;
+        for (int d = t; d < 256; d += 32) m += sh.digit_mass[d];
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) m += __shfl_xor_sync(kFullMask, m, o);
+        if (t == 0) sh.budget = static_cast<double>(top_p) * m;
+        __syncwarp();
+      }
+      uint32_t count_above;
+      double mass_above;
+      const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
+      if (t == 0) {
+        if (by_mass) {
+          sh.above += mass_above;
+        } else {
+          sh.remaining -= count_above;
+        }
+        sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
+      }
+    }
+    __syncthreads();
+    prefix = sh.prefix;
+    mask |= 255u << shift;
+    if (shift == 0) break;
+  }
+  (void)remaining;
+  return prefix;
+}
+
+// The former filter: radix passes over the whole row in global memory, for
+// rows whose candidates do not fit in shared memory. Returns the threshold key.
+template <SampleDtype D>
+__device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr, int32_t v,
+                                          const SequenceSamplingParams& s, float row_max, float scale) {
+  const int t = threadIdx.x;
+  uint32_t kept_from = 0;
+  if (s.top_k > 0 && s.top_k < v) {
+    uint32_t prefix = 0, mask = 0;
+    if (t == 0) sh.remaining = static_cast<uint32_t>(s.top_k);
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int d = t; d < 256; d += kFilterThreads) sh.digit_count[d] = 0;
+      __syncthreads();
+      for (int32_t x = t; x < v; x += kFilterThreads) {
+        const uint32_t key = OrderedKey(LoadOne<D>(row_ptr, x));
+        if ((key & mask) == prefix) atomicAdd(&sh.digit_count[(key >> shift) & 255u], 1u);
+      }
+      __syncthreads();
+      if (t == 0) {
+        uint32_t remaining = sh.remaining;
+        int d = 255;
+        for (; d > 0; --d) {
+          if (remaining <= sh.digit_count[d]) break;
+          remaining -= sh.digit_count[d];
+        }
+        sh.remaining = remaining;
+        sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
+      }
+      __syncthreads();
+      prefix = sh.prefix;
+      mask |= 255u << shift;
+    }
+    kept_from = prefix;
+  }
+  uint32_t threshold = kept_from;
+  if (s.top_p < 1.0f) {
+    uint32_t prefix = 0, mask = 0;
+    if (t == 0) sh.above = 0.0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int d = t; d < 256; d += kFilterThreads) {
+        sh.digit_count[d] = 0;
+        sh.digit_mass[d] = 0.0;
+      }
+      __syncthreads();
+      for (int32_t x = t; x < v; x += kFilterThreads) {
+        const float z = LoadOne<D>(row_ptr, x);
+        const uint32_t key = OrderedKey(z);
+        if (key >= kept_from && (key & mask) == prefix) {
+          atomicAdd(&sh.digit_count[(key >> shift) & 255u], 1u);
+          atomicAdd(&sh.digit_mass[(key >> shift) & 255u],
+                    static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale)));
+        }
+      }
+      __syncthreads();
+      if (t == 0) {
+        if (shift == 24) {
+          double kept_mass = 0.0;
+          for (int d = 0; d < 256; ++d) kept_mass += sh.digit_mass[d];
+          sh.budget = static_cast<double>(s.top_p) * kept_mass;
+        }
+        double above = sh.above;
+        int chosen = -1;
+        double above_chosen = above;
+        for (int d = 255; d >= 0; --d) {
+          if (sh.digit_count[d] == 0) continue;
+          if (!(above < sh.budget)) break;
+          chosen = d;
+          above_chosen = above;
+          above += sh.digit_mass[d];
+        }
+        sh.above = above_chosen;
+        sh.prefix = prefix | (static_cast<uint32_t>(chosen < 0 ? 0 : chosen) << shift);
+      }
+      __syncthreads();
+      prefix = sh.prefix;
+      mask |= 255u << shift;
+    }
+    threshold = prefix;
+  }
+  return threshold;
+}
+
 template <SampleDtype D>
 __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
-  __shared__ uint32_t counts[256];
-  __shared__ double masses[256];
-  __shared__ uint32_t shared_prefix, shared_remaining;
-  __shared__ double shared_above, shared_budget;
-  __shared__ double sum_shared[kThreads];
+  __shared__ FilterShared sh;
   const RejectionBatchInput& in = a.in;
   const int64_t row = blockIdx.x;
   const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, 1);
@@ -517,120 +821,187 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
   DeviceRowNorm norm = a.scratch.norms[row];
   if (norm.flags != 0) return;
   const float inv_t = rejection::InverseTemperature(s.temperature);
+  const float scale = rejection::LogitScale(inv_t);
+  const float row_max = norm.norm.max;
   const void* row_ptr = SampledRowAddress(in, false, row);
   const int32_t v = in.vocab_size;
   const int t = threadIdx.x;
+  const bool top_k = s.top_k > 0 && s.top_k < v;
+  const bool top_p = s.top_p < 1.0f;
 
-  // Top-k: the exact key of the k-th largest logit.
-  uint32_t kept_from = 0;
-  if (s.top_k > 0 && s.top_k < v) {
-    uint32_t prefix = 0, mask = 0;
-    if (t == 0) shared_remaining = static_cast<uint32_t>(s.top_k);
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      for (int d = t; d < 256; d += kFilterThreads) counts[d] = 0;
-      __syncthreads();
-      for (int32_t x = t; x < v; x += kFilterThreads) {
-        const uint32_t key = OrderedKey(LoadOne<D>(row_ptr, x));
-        if ((key & mask) == prefix) atomicAdd(&counts[(key >> shift) & 255u], 1u);
-      }
-      __syncthreads();
-      if (t == 0) {
-        uint32_t remaining = shared_remaining;
-        int d = 255;
-        for (; d > 0; --d) {
-          if (remaining <= counts[d]) break;
-          remaining -= counts[d];
-        }
-        shared_remaining = remaining;
-        shared_prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      }
-      __syncthreads();
-      prefix = shared_prefix;
-      mask |= 255u << shift;
+  uint32_t threshold = 0;
+  if (top_k || top_p) {
+    if (t == 0) {
+      sh.cut_rank = -1;
+      sh.cursor = 0;
     }
-    kept_from = prefix;
-  }
-  // Top-p: the smallest kept value v has (mass of kept logits > v) < top_p * kept mass.
-  uint32_t threshold = kept_from;
-  if (s.top_p < 1.0f) {
-    uint32_t prefix = 0, mask = 0;
-    if (t == 0) shared_above = 0.0;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      for (int d = t; d < 256; d += kFilterThreads) {
-        counts[d] = 0;
-        masses[d] = 0.0;
+    bool candidates = false;
+    uint32_t first_prefix = 0, first_mask = 0;
+    int first_shift = 24;
+    uint32_t count_above_cut = 0;
+    {
+      // 1. The coarse histogram.
+      for (int b = t; b < kFilterBins; b += kFilterThreads) sh.bin_count[b] = 0;
+      __syncthreads();
+      ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
+        const uint32_t bin = OrderedKey(z) >> kFilterBinShift;
+        atomicAdd(&sh.bin_count[bin], 1u);
+      });
+      __syncthreads();
+      // 2. The coarse bin of the decision. Thread t owns ranks 2t, 2t + 1
+      // (rank 0 = the top bin).
+      const int b0 = kFilterBins - 1 - 2 * t, b1 = b0 - 1;
+      const uint32_t c0 = sh.bin_count[b0], c1 = sh.bin_count[b1];
+      uint32_t total_count;
+      const uint32_t above0 = FilterBlockScan<uint32_t>(c0 + c1, sh.warp_u, total_count);
+      const uint32_t above1 = above0 + c0;
+      if (top_k) {
+        const uint32_t k = static_cast<uint32_t>(s.top_k);
+        int rank = -1;
+        if (c0 > 0 && above0 < k) rank = 2 * t;
+        if (c1 > 0 && above1 < k) rank = 2 * t + 1;
+        if (rank >= 0) atomicMax(&sh.cut_rank, rank);
+      } else {
+        // Lower bounds on each bin's mass: count x the weight of its lowest value.
+        const auto lower_mass = [&](int b, uint32_t c) {
+          if (c == 0) return 0.0;
+          const float low = KeyToFloat(static_cast<uint32_t>(b) << kFilterBinShift);
+          const float w = detmath::IsFinite(low) ? rejection::ScaledLogitWeight(fminf(low, row_max), row_max, scale)
+                                                 : 0.0f;
+          return static_cast<double>(c) * static_cast<double>(w) * 0.999;
+        };
+        const double m0 = lower_mass(b0, c0), m1 = lower_mass(b1, c1);
+        double total_mass;
+        const double mabove0 = FilterBlockScan<double>(m0 + m1, sh.warp_d, total_mass);
+        const double mabove1 = mabove0 + m0;
+        const double budget = static_cast<double>(s.top_p) * norm.mass;
+        int rank = -1;
+        if (c0 > 0 && mabove0 < budget) rank = 2 * t;
+        if (c1 > 0 && mabove1 < budget) rank = 2 * t + 1;
+        if (rank >= 0) atomicMax(&sh.cut_rank, rank);
       }
       __syncthreads();
-      for (int32_t x = t; x < v; x += kFilterThreads) {
-        const float z = LoadOne<D>(row_ptr, x);
-        const uint32_t key = OrderedKey(z);
-        if (key >= kept_from && (key & mask) == prefix) {
-          atomicAdd(&counts[(key >> shift) & 255u], 1u);
-          atomicAdd(&masses[(key >> shift) & 255u],
-                    static_cast<double>(rejection::LogitWeight(z, norm.norm.max, inv_t)));
-        }
+      const int cut = sh.cut_rank;  // >= 0: the top non-empty bin always qualifies
+      if (cut == 2 * t) {
+        sh.cut_above = above0;
+        sh.num_candidates = above0 + c0;
+      } else if (cut == 2 * t + 1) {
+        sh.cut_above = above1;
+        sh.num_candidates = above1 + c1;
       }
       __syncthreads();
-      if (t == 0) {
-        if (shift == 24) {
-          double kept_mass = 0.0;
-          for (int d = 0; d < 256; ++d) kept_mass += masses[d];
-          shared_budget = static_cast<double>(s.top_p) * kept_mass;
-        }
-        double above = shared_above;
-        int chosen = -1;
-        double above_chosen = above;
-        for (int d = 255; d >= 0; --d) {
-          if (counts[d] == 0) continue;
-          if (!(above < shared_budget)) break;
-          chosen = d;
-          above_chosen = above;
-          above += masses[d];
-        }
-        // chosen >= 0: the prefix bin always holds the value found one level up.
-        shared_above = above_chosen;
-        shared_prefix = prefix | (static_cast<uint32_t>(chosen < 0 ? 0 : chosen) << shift);
+      const uint32_t cut_bin = static_cast<uint32_t>(kFilterBins - 1 - cut);
+      if (cut >= 0 && sh.num_candidates <= kFilterCandidates) {
+        // 3. The candidates: every element of bins >= the cut.
+        ForEachRowValue<D>(row_ptr, v, [&](int32_t x, float z) {
+          const uint32_t key = OrderedKey(z);
+          if ((key >> kFilterBinShift) >= cut_bin) {
+            const uint32_t i = atomicAdd(&sh.cursor, 1u);
+            sh.cand_key[i] = key;
+            sh.cand_weight[i] = rejection::ScaledLogitWeight(z, row_max, scale);
+            sh.cand_index[i] = x;
+          }
+        });
+        candidates = true;
+        first_prefix = cut_bin << kFilterBinShift;
+        first_mask = 0xffe00000u;
+        first_shift = 13;
+        count_above_cut = sh.cut_above;
       }
-      __syncthreads();
-      prefix = shared_prefix;
-      mask |= 255u << shift;
     }
-    threshold = prefix;
+    __syncthreads();
+    if (candidates) {
+      // The remaining digits in shared memory.
+      uint32_t kept_from = 0;
+      if (top_k) {
+        if (t == 0) sh.remaining = static_cast<uint32_t>(s.top_k) - count_above_cut;
+        __syncthreads();
+        kept_from = FilterRadixOnCandidates(sh, false, first_prefix, first_mask, first_shift, 0, 0, false, s.top_p);
+      }
+      threshold = kept_from;
+      if (top_p) {
+        if (t == 0) {
+          sh.above = 0.0;
+          sh.budget = static_cast<double>(s.top_p) * norm.mass;
+        }
+        __syncthreads();
+        threshold = FilterRadixOnCandidates(sh, true, 0, 0, 24, 0, kept_from, top_k, s.top_p);
+      }
+      // Step 4 reads only the (chunk, lane) groups that hold a kept element:
+      // every other group's lane sum is 0 without reading it.
+      for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = 0;
+      __syncthreads();
+      for (uint32_t i = t; i < sh.num_candidates; i += kFilterThreads) {
+        if (sh.cand_key[i] >= threshold) {
+          const int32_t x = sh.cand_index[i];
+          const int32_t group = (x / rejection::kNormalizerChunk) * kThreads +
+                                (x % rejection::kNormalizerChunk) / rejection::kLaneWidth % kThreads;
+          atomicOr(&sh.group_bits[group / 32], 1u << (group % 32));
+        }
+      }
+    } else {
+      threshold = FilterThresholdGlobal<D>(sh, row_ptr, v, s, row_max, scale);
+      __syncthreads();
+      for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
+    }
+  } else {
+    for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
   }
+  __syncthreads();
   const float threshold_value = threshold == 0 ? rejection::NegativeInfinity() : KeyToFloat(threshold);
-  // Kept mass in the fixed chunk order (threads 0..255 as the lanes), so the
-  // CPU reference reproduces it bit for bit.
-  double z_sum = 0.0;
-  for (int32_t begin = 0; begin < v; begin += rejection::kNormalizerChunk) {
+  // 4. The kept mass in the fixed chunk order: warp w takes chunks w, w + 32,
+  // ...; lane l holds the chunk-order lanes l + 32 j, j = 0..7.
+  const int warp = t / 32, lane = t % 32;
+  const int32_t num_chunks = rejection::NumChunks(v);
+  const bool vector_ok = v % 4 == 0;
+  for (int32_t c = warp; c < num_chunks; c += kFilterWarps) {
+    const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(v, begin + rejection::kNormalizerChunk);
-    float partial = 0.0f;
-    if (t < kThreads) {
+    double lane_sums[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int32_t chunk_lane = lane + 32 * j;
+      const int32_t group = c * kThreads + chunk_lane;
+      const bool any_kept = (sh.group_bits[group / 32] >> (group % 32)) & 1u;
+      float z[kRounds][4];
+#pragma unroll
       for (int r = 0; r < kRounds; ++r) {
+        const int32_t x = begin + (r * kThreads + chunk_lane) * rejection::kLaneWidth;
+        if (any_kept && x < end) {
+          Load4<D>(row_ptr, x, end, vector_ok, z[r], -kInfinity);
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) z[r][i] = -kInfinity;
+        }
+      }
+      float partial = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const int32_t x = begin + (r * kThreads + t) * rejection::kLaneWidth + i;
-          if (x < end) {
-            const float z = LoadOne<D>(row_ptr, x);
-            const float w = z >= threshold_value ? rejection::LogitWeight(z, norm.norm.max, inv_t) : 0.0f;
-            partial = detmath::Add(partial, w);
+          // Skipped elements add +0, which changes no partial sum.
+          if (z[r][i] >= threshold_value) {
+            partial = detmath::Add(partial, rejection::ScaledLogitWeight(z[r][i], row_max, scale));
           }
         }
       }
+      lane_sums[j] = static_cast<double>(partial);
     }
-    // BlockFixedOrderSum over the first kThreads threads.
-    if (t < kThreads) sum_shared[t] = static_cast<double>(partial);
-    __syncthreads();
-    for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
-      if (t < stride) sum_shared[t] = detmath::AddD(sum_shared[t], sum_shared[t + stride]);
-      __syncthreads();
-    }
-    if (t < 32) {
-      double w = sum_shared[t];
-      for (int offset = 16; offset > 0; offset /= 2) w = detmath::AddD(w, __shfl_down_sync(kFullMask, w, offset));
-      if (t == 0) z_sum = detmath::AddD(z_sum, w);
-    }
-    __syncthreads();
+    // The pairwise fold s[t] += s[t + stride], stride 128, 64, 32 in
+    // registers, then 16 .. 1 across the warp (BlockFixedOrderSum's order).
+#pragma unroll
+    for (int j = 0; j < 4; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 4]);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 2]);
+    double w = detmath::AddD(lane_sums[0], lane_sums[1]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) w = detmath::AddD(w, __shfl_down_sync(kFullMask, w, offset));
+    if (lane == 0) sh.chunk_sum[c] = w;
   }
+  __syncthreads();
   if (t == 0) {
+    double z_sum = 0.0;
+    for (int32_t c = 0; c < num_chunks; ++c) z_sum = detmath::AddD(z_sum, sh.chunk_sum[c]);
     norm.norm.threshold = threshold_value;
     norm.norm.sum = static_cast<float>(z_sum);
     a.scratch.norms[row] = norm;
