@@ -462,8 +462,8 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
   if (a.mode == RowPassMode::kNormalize) {
     if (!bad) {
       for (int32_t i = lane; i < a.num_chunks; i += 32) {
-        scaled_sums[warp][i] = detmath::MulD(
-            __ldcg(&chunks[i].sum), static_cast<double>(rejection::LogitWeight(__ldcg(&chunks[i].max), best.value, inv_t)));
+        const float rescale = rejection::LogitWeight(__ldcg(&chunks[i].max), best.value, inv_t);
+        scaled_sums[warp][i] = detmath::MulD(__ldcg(&chunks[i].sum), static_cast<double>(rescale));
       }
       __syncwarp();
       if (lane == 0) {
