@@ -55,7 +55,6 @@ constexpr int32_t kRowBadSum = 2;
 struct DeviceRowNorm {
   RowNormalizer norm;
   int32_t flags;  // kRowBadElement | kRowBadSum
-  double mass;    // norm.sum before its rounding to float (the filter's top-p budget)
 };
 
 // Per-sequence race result: one word that every race block folds its
@@ -473,7 +472,6 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
         out.norm.argmax = __ldcg(&chunks[best.index].argmax);
         out.norm.sum = static_cast<float>(z);
         out.norm.threshold = rejection::NegativeInfinity();
-        out.mass = z;
       }
     }
   } else if (lane == 0) {
@@ -514,8 +512,8 @@ struct FilterArgs {
 //   2. from the histogram alone, the coarse bin b that holds the decision:
 //      top-k's k-th largest key, or (top-p without top-k) the lowest bin
 //      whose lower bound on the mass above it (count x weight of the bin's
-//      lower edge) is still below the budget, the budget top_p x Z taken
-//      from the normalizer of the row pass (in double, as combined);
+//      lower edge) is still below the budget, top_p x the row's mass (a
+//      double sum of the weights taken in the same pass);
 //   3. a second pass copies every element of bins >= b (key and weight) to
 //      shared memory, and the remaining radix digits of top-k and the whole
 //      top-p search (as before: 8-bit digits with mass histograms) run
@@ -549,6 +547,7 @@ struct FilterShared {
   uint32_t prefix;
   uint32_t remaining;
   double above, budget;
+  double row_mass;  // top-p alone: the row's mass (kept mass before top-p)
 };
 
 // Exclusive prefix sum over the 1024 threads of the filter block (thread
@@ -840,13 +839,23 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
     int first_shift = 24;
     uint32_t count_above_cut = 0;
     {
-      // 1. The coarse histogram.
+      // 1. The coarse histogram (top-p alone: and the row's mass, the sum of
+      // the weights in double, as the reference's kept mass: the
+      // normalizer's float lane sums would be ~1e-7 off).
       for (int b = t; b < kFilterBins; b += kFilterThreads) sh.bin_count[b] = 0;
       __syncthreads();
+      const bool row_mass = top_p && !top_k;
+      double mass = 0.0;
       ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
         const uint32_t bin = OrderedKey(z) >> kFilterBinShift;
         atomicAdd(&sh.bin_count[bin], 1u);
+        if (row_mass) mass += static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale));
       });
+      if (row_mass) {
+        double total;
+        FilterBlockScan<double>(mass, sh.warp_d, total);
+        if (t == 0) sh.row_mass = total;
+      }
       __syncthreads();
       // 2. The coarse bin of the decision. Thread t owns ranks 2t, 2t + 1
       // (rank 0 = the top bin).
@@ -874,7 +883,7 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
         double total_mass;
         const double mabove0 = FilterBlockScan<double>(m0 + m1, sh.warp_d, total_mass);
         const double mabove1 = mabove0 + m0;
-        const double budget = static_cast<double>(s.top_p) * norm.mass;
+        const double budget = static_cast<double>(s.top_p) * sh.row_mass;
         int rank = -1;
         if (c0 > 0 && mabove0 < budget) rank = 2 * t;
         if (c1 > 0 && mabove1 < budget) rank = 2 * t + 1;
@@ -922,7 +931,7 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
       if (top_p) {
         if (t == 0) {
           sh.above = 0.0;
-          sh.budget = static_cast<double>(s.top_p) * norm.mass;
+          sh.budget = static_cast<double>(s.top_p) * sh.row_mass;
         }
         __syncthreads();
         threshold = FilterRadixOnCandidates(sh, true, 0, 0, 24, 0, kept_from, top_k, s.top_p);
