@@ -18,6 +18,11 @@
 //
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
+//                        [--dtype fp32|bf16|fp16]
+// --dtype stores the rows in that type (default fp32); the kind is then
+// reported as e.g. "logits_bf16" and the read floor reads the same bytes.
+// The top-k 50 + top-p 0.9 row runs in the full sweep and with --only at
+// B=8, gamma=8, V=151936 logits.
 // Without a CUDA device it says so and exits 0.
 #include <cuda_runtime.h>
 
@@ -89,6 +94,8 @@ struct Options {
   std::string only_kind;
   int32_t only_b = 0, only_gamma = 0, only_vocab = 0;
   int32_t blocks_per_sm = 0;
+  SampleDtype dtype = SampleDtype::kFloat32;
+  std::string dtype_suffix;  // "" for fp32, "_bf16", "_fp16"
 };
 
 struct Stats {
@@ -254,10 +261,11 @@ int Main(const Options& opt) {
   for (SampleValueKind kind :
        {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
     const bool log_probs = kind == SampleValueKind::kLogProbabilities;
-    const std::string kind_name = kind == SampleValueKind::kProbabilities ? "probabilities"
-                                  : log_probs                             ? "logprobs"
-                                                                          : "logits";
-    if (!opt.only_kind.empty() && opt.only_kind != kind_name) continue;
+    const std::string base_kind_name = kind == SampleValueKind::kProbabilities ? "probabilities"
+                                       : log_probs                             ? "logprobs"
+                                                                               : "logits";
+    if (!opt.only_kind.empty() && opt.only_kind != base_kind_name) continue;
+    const std::string kind_name = base_kind_name + opt.dtype_suffix;
     for (int32_t vocab : vocabs) {
       for (int32_t gamma : gammas) {
         SamplingWorkloadOptions o;
@@ -265,6 +273,7 @@ int Main(const Options& opt) {
         o.vocab_size = vocab;
         o.gamma_min = o.gamma_max = gamma;
         o.kind = kind;
+        o.dtype = opt.dtype;
         o.shape = DistributionShape::kPeaked;
         o.draft_noise = 1.0f;
         o.seed = 2026 + vocab + gamma;
@@ -299,7 +308,10 @@ int Main(const Options& opt) {
           std::vector<int64_t> row_index(rows_read);
           for (int32_t r = 0; r < rows_read; ++r) row_index[r] = r % (int64_t{b} * (gamma + 1));
           int64_t* d_row_index = DeviceCopy(row_index.data(), row_index.size());
-          const int64_t floor_bytes = int64_t{rows_read} * vocab * 4 +
+          // The floor kernel reads floats: a row of V half-precision values is V / 2 of them.
+          const int32_t element_bytes = static_cast<int32_t>(SampleDtypeBytes(opt.dtype));
+          const int32_t floor_row_floats = vocab * element_bytes / 4;
+          const int64_t floor_bytes = int64_t{rows_read} * vocab * element_bytes +
                                       (two_rows ? int64_t{b} * gamma * 2 * 32 : 0);
           const int32_t floor_blocks_per_row = std::max(1, (4 * prop.multiProcessorCount + rows_read - 1) / rows_read);
 
@@ -312,7 +324,7 @@ int Main(const Options& opt) {
           const Stats floor = TimeIt(
               [&](int c) {
                 ReadRowsKernel<<<rows_read * floor_blocks_per_row, 256, 0, stream>>>(
-                    static_cast<const float*>(set.inputs[c].target_values), d_row_index, vocab,
+                    static_cast<const float*>(set.inputs[c].target_values), d_row_index, floor_row_floats,
                     floor_blocks_per_row, sink);
               },
               copies, opt.runs, stream);
@@ -358,7 +370,7 @@ int Main(const Options& opt) {
           for (void* p : set.owned) cudaFree(p);
           cudaFree(d_row_index);
         }
-        if (kind == SampleValueKind::kLogits && gamma == 8 && vocab == 151936 && opt.only_b == 0) {
+        if (kind == SampleValueKind::kLogits && gamma == 8 && vocab == 151936 && (opt.only_b == 0 || opt.only_b == 8)) {
           // Top-k 50 then top-p 0.9 on the logits, B = 8: the filter pass's cost.
           SamplingWorkloadOptions f = o;
           f.top_k = 50;
@@ -372,8 +384,8 @@ int Main(const Options& opt) {
           rows.push_back(Row{kind_name, "cuda_rejection_topk50_topp0.9", 8, gamma, vocab, 8,
                              RejectionRaceBlocksPerSequence(8, vocab, scratch.num_sms, scratch.race_blocks_per_sm), 0,
                              filtered});
-          std::printf("logits B=8 gamma=8 V=151936 top-k 50 + top-p 0.9: median %.2f us p95 %.2f us\n",
-                      filtered.median_us, filtered.p95_us);
+          std::printf("%s B=8 gamma=8 V=151936 top-k 50 + top-p 0.9: median %.2f us p95 %.2f us\n",
+                      kind_name.c_str(), filtered.median_us, filtered.p95_us);
           for (void* p : set.owned) cudaFree(p);
         }
       }
@@ -414,6 +426,18 @@ int main(int argc, char** argv) {
       opt.runs = std::max(200, std::atoi(argv[++i]));
     } else if (a == "--quick") {
       opt.quick = true;
+    } else if (a == "--dtype" && i + 1 < argc) {
+      const std::string d = argv[++i];
+      if (d == "fp32") {
+        opt.dtype = specverify::SampleDtype::kFloat32;
+        opt.dtype_suffix = "";
+      } else if (d == "bf16" || d == "fp16") {
+        opt.dtype = d == "bf16" ? specverify::SampleDtype::kBFloat16 : specverify::SampleDtype::kFloat16;
+        opt.dtype_suffix = "_" + d;
+      } else {
+        std::fprintf(stderr, "--dtype fp32|bf16|fp16\n");
+        return 2;
+      }
     } else if (a == "--blocks-per-sm" && i + 1 < argc) {
       opt.blocks_per_sm = std::atoi(argv[++i]);
     } else if (a == "--only" && i + 1 < argc) {
@@ -426,7 +450,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
-                   "[--blocks-per-sm N]\n",
+                   "[--blocks-per-sm N] [--dtype fp32|bf16|fp16]\n",
                    argv[0]);
       return 2;
     }

@@ -16,6 +16,7 @@
 #ifndef SPECVERIFY_KERNELS_SAMPLING_DET_MATH_H_
 #define SPECVERIFY_KERNELS_SAMPLING_DET_MATH_H_
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -76,6 +77,16 @@ SV_HD float Div(float a, float b) {
   return a / b;
 #endif
 }
+// a * b + c rounded once (IEEE-754 fusedMultiplyAdd): the same bits from the
+// GPU's FFMA and the host's std::fma (correctly rounded by the C standard;
+// glibc dispatches to the FMA instruction where the CPU has one).
+SV_HD float Fma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fmaf(a, b, c);
+#endif
+}
 SV_HD double AddD(double a, double b) {
 #if defined(__CUDA_ARCH__)
   return __dadd_rn(a, b);
@@ -124,6 +135,55 @@ SV_HD float ExpDet(float x) {
   if (n < -126) return Mul(Mul(y, Pow2(n + 64)), Pow2(-64));
   if (n > 127) return Mul(Mul(y, Pow2(n - 1)), 2.0f);
   return Mul(y, Pow2(n));
+}
+
+// min / max as fminf / fmaxf (a NaN operand yields the other one), the same on
+// both sides.
+SV_HD float MinF(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fminf(a, b);
+#else
+  return std::fmin(a, b);
+#endif
+}
+SV_HD float MaxF(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return fmaxf(a, b);
+#else
+  return std::fmax(a, b);
+#endif
+}
+
+// 2^t, within 1 ulp of the true value for normal results (subnormal ones
+// within 2^-149): 0 below about -150 (and for NaN), +inf from 128. Branch-free,
+// about 20 instructions on the GPU (FMA Horner polynomial, no select): the
+// softmax normalizer evaluates it once per vocabulary element
+// (LogitWeight), where ExpDet's FMA-free polynomial and branches made the
+// pass compute-bound.
+SV_HD float Exp2Det(float t) {
+  // Clamping keeps every step below exact and in range; -152 (also NaN's
+  // image) still rounds to 0 and 129 overflows to +inf in the final multiply.
+  t = MinF(MaxF(t, -152.0f), 129.0f);
+  // n = round-half-even(t) with the 1.5 * 2^23 trick; r = t - n is exact, in [-0.5, 0.5].
+  constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23
+  const float shifted = Add(t, kRoundMagic);
+  const float nf = Sub(shifted, kRoundMagic);
+  const int32_t n = static_cast<int32_t>(FloatToBits(shifted) - FloatToBits(kRoundMagic));
+  const float r = Sub(t, nf);
+  // 2^r = 1 + r * Q(r), Q a degree-5 fit of (2^r - 1) / r on [-0.5, 0.5]
+  // (relative error of the fit 2e-9).
+  float q = 1.535320480e-4f;
+  q = Fma(q, r, 1.339883078e-3f);
+  q = Fma(q, r, 9.618437849e-3f);
+  q = Fma(q, r, 5.550332740e-2f);
+  q = Fma(q, r, 2.402264774e-1f);
+  q = Fma(q, r, 6.931471825e-1f);
+  const float p = Fma(q, r, 1.0f);  // in [0.70, 1.42]
+  // p * 2^n in two steps: an exact exponent add of n1 = clamp(n, -125, 127)
+  // (the result stays normal), then one rounding multiply by 2^(n - n1), n - n1
+  // in [-27, 2] (1 unless the result is subnormal or overflows).
+  const int32_t n1 = n < -125 ? -125 : (n > 127 ? 127 : n);
+  return Mul(BitsToFloat(FloatToBits(p) + (static_cast<uint32_t>(n1) << 23)), Pow2(n - n1));
 }
 
 // Natural log of a positive normal float (the uniforms here are >= 2^-24).

@@ -66,12 +66,23 @@ SV_HD float RowMassOf(SampleValueKind kind, float v) {
 // 1 / T, computed the same way everywhere (T > 0).
 SV_HD float InverseTemperature(float t) { return detmath::Div(1.0f, t); }
 
-// exp((z - m) / T) as ExpDet((z - m) * (1 / T)); exactly 1 at the maximum even
-// when 1/T overflows.
+// log2(e) / T, the per-row scale of LogitWeight, capped at FLT_MAX so that
+// (z - m) * scale is never NaN (0 * inf): the maximum keeps weight exactly 1.
+SV_HD float LogitScale(float inv_t) {
+  return detmath::MinF(detmath::Mul(inv_t, 1.44269504088896341f), 3.40282347e38f);
+}
+
+// exp((z - m) / T) as Exp2Det((z - m) * (log2(e) / T)), with the scale from
+// LogitScale: exactly 1 at the maximum (Exp2Det(+-0) = 1). The softmax
+// normalizer evaluates it for every element of every row, so it is the cheap
+// base-2 form, with no branch (the rounding of the scaled difference costs
+// the same relative error as rounding (z - m) / T did with ExpDet).
+SV_HD float ScaledLogitWeight(float z, float row_max, float scale) {
+  return detmath::Exp2Det(detmath::Mul(detmath::Sub(z, row_max), scale));
+}
+
 SV_HD float LogitWeight(float z, float row_max, float inv_t) {
-  const float d = detmath::Sub(z, row_max);
-  if (d == 0.0f) return 1.0f;
-  return detmath::ExpDet(detmath::Mul(d, inv_t));
+  return ScaledLogitWeight(z, row_max, LogitScale(inv_t));
 }
 
 // Seed 001: sigmoid((z / T - alpha) / (beta - alpha)).

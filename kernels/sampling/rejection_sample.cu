@@ -1,5 +1,6 @@
 #include "kernels/sampling/rejection_sample.h"
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -27,6 +28,9 @@ constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLa
 // forced 64 registers and spilled). The launcher plans 2 or 3 blocks per SM
 // by batch size (RejectionRaceBlocksPerSm), always one wave.
 constexpr int kRaceBlocksPerSm = 3;
+// The row pass holds a chunk's 16 values per thread in registers between its
+// maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers).
+constexpr int kRowPassBlocksPerSm = 6;
 constexpr int kFilterThreads = 1024;
 // The race sweep streams its row share through shared memory with
 // asynchronous copies (sm_80+), kStageLookahead quads per thread in flight,
@@ -60,7 +64,6 @@ struct DeviceRowNorm {
 struct ScratchLayout {
   unsigned long long* race_words = nullptr;  // [max_sequences]
   uint32_t* race_flags = nullptr;            // [max_sequences]: 1 invalid target element, 2 invalid draft element
-  uint32_t* row_tickets = nullptr;           // [max_rows]
   int32_t* race_k = nullptr;                 // [max_sequences]
   ChunkStats* chunks = nullptr;              // [max_rows * max_chunks]; argmax -1 marks an invalid element
   DeviceRowNorm* norms = nullptr;            // [max_rows]: target rows, then draft rows
@@ -91,7 +94,6 @@ ScratchLayout Carve(void* base, const RejectionScratchLimits& l) {
   const int32_t chunks = rejection::NumChunks(l.max_vocab_size);
   s.race_words = reinterpret_cast<unsigned long long*>(take(sizeof(unsigned long long) * l.max_sequences));
   s.race_flags = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * l.max_sequences));
-  s.row_tickets = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * rows));
   s.zeroed_bytes = off;
   s.race_k = reinterpret_cast<int32_t*>(take(sizeof(int32_t) * l.max_sequences));
   s.chunks = reinterpret_cast<ChunkStats*>(take(sizeof(ChunkStats) * rows * chunks));
@@ -120,7 +122,9 @@ __device__ __forceinline__ void UnpackQuad(const PackedQuad<D>& v, float out[4])
                            static_cast<uint16_t>(v.y >> 16)};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      out[i] = D == SampleDtype::kFloat16 ? detmath::Float16BitsToFloat(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
+      // fp16 -> fp32 is exact, so the hardware conversion (one instruction)
+      // gives Float16BitsToFloat's bits (NaN payloads aside: invalid either way).
+      out[i] = D == SampleDtype::kFloat16 ? __half2float(__ushort_as_half(h[i])) : detmath::BFloat16BitsToFloat(h[i]);
     }
   }
 }
@@ -265,30 +269,74 @@ struct RowPassArgs {
   RejectionBatchInput in;
   ScratchLayout scratch;
   int64_t num_target_rows;
+  int64_t num_draft_rows;
   int32_t num_chunks;
   RowPassMode mode;
 };
 
-template <SampleDtype D>
-__global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
-  __shared__ double sum_shared[kThreads];
-  __shared__ MaxArg max_shared[kWarps];
-  __shared__ ChunkStats row_chunks[kMaxChunks];
-  __shared__ bool is_last;
-  const RejectionBatchInput& in = a.in;
-  const int64_t slot = blockIdx.x / a.num_chunks;
-  const int32_t c = blockIdx.x % a.num_chunks;
-  const bool is_draft = slot >= a.num_target_rows;
-  const int64_t row = is_draft ? slot - a.num_target_rows : slot;
-  const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, is_draft ? 0 : 1);
-  const SequenceSamplingParams s = in.sequences[seq];
-  const bool greedy = !(s.temperature > 0.0f);
-  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(s.temperature);
-  const void* row_ptr = SampledRowAddress(in, is_draft, row);
-  const bool vector_ok = in.vocab_size % 4 == 0;
-  const int32_t begin = c * rejection::kNormalizerChunk;
-  const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+// Block max of one float per thread (any NaN is dropped: the callers check
+// validity separately).
+__device__ float BlockMax(float m, float* shared) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = m;
+  __syncthreads();
+  float result = shared[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) result = fmaxf(result, shared[w]);
+  return result;
+}
 
+// The thread's 16 values of a whole chunk (lane order of rejection_core.h).
+template <SampleDtype D>
+__device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, float (&v)[kRounds][4]) {
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    UnpackQuad<D>(__ldg(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row_ptr) +
+                                                                int64_t{x} * SampleDtypeBytes(D))),
+                  v[r]);
+  }
+}
+
+// The normalizer of a whole chunk of a sampled (T > 0) logits row: the hot
+// path of the logits pass, straight-line per element. Validity is a v * 0
+// poison (NaN once any value is infinite or NaN), the maximum a plain fmaxf
+// (its sign of zero may differ from the reference's first maximum, which
+// changes no weight: z - (+0) and z - (-0) are equal or both 0), and the
+// weights the fixed-order lane sums of rejection_core.h. No argmax: only
+// greedy rows read it.
+__device__ __forceinline__ ChunkStats FullChunkStats(const float (&v)[kRounds][4], int32_t begin, float inv_t,
+                                                     double* sum_shared, float* max_shared) {
+  float poison = 0.0f, m = -kInfinity;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      poison = __fmaf_rn(v[r][i], 0.0f, poison);
+      m = fmaxf(m, v[r][i]);
+    }
+  }
+  const bool bad = __syncthreads_or(!(poison == 0.0f));
+  m = BlockMax(m, max_shared);
+  const float scale = rejection::LogitScale(inv_t);
+  float partial = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
+  }
+  const double sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
+  return ChunkStats{m, bad ? -1 : begin, sum};
+}
+
+// Any other chunk: a row's partial last chunk, a greedy row (argmax), the
+// full-row check. Loads its own values.
+template <SampleDtype D>
+__device__ ChunkStats GeneralChunkStats(const RowPassArgs& a, const void* row_ptr, int32_t begin, int32_t end,
+                                        bool greedy, float inv_t, double* sum_shared, MaxArg* max_shared) {
+  const RejectionBatchInput& in = a.in;
+  const bool vector_ok = in.vocab_size % 4 == 0;
   float v[kRounds][4];
   bool bad = false;
   MaxArg m{0.0f, -1};
@@ -312,14 +360,13 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
     stats.max = m.value;
     if (!bad) stats.argmax = m.index;
     if (!greedy) {
+      const float scale = rejection::LogitScale(inv_t);
 #pragma unroll
       for (int r = 0; r < kRounds; ++r) {
         const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-          if (x + i < end) {
-            partial = detmath::Add(partial, rejection::LogitWeight(v[r][i], m.value, inv_t));
-          }
+          if (x + i < end) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m.value, scale));
         }
       }
     }
@@ -337,39 +384,104 @@ __global__ void __launch_bounds__(kThreads) RowPassKernel(RowPassArgs a) {
   if (a.mode == RowPassMode::kCheck || !greedy) {
     stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
   }
+  return stats;
+}
 
-  // The last chunk of the row to finish combines the row (tickets reset by it).
-  ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
-  if (threadIdx.x == 0) {
-    chunks[c] = stats;
-    __threadfence();
-    const uint32_t ticket = atomicAdd(&a.scratch.row_tickets[slot], 1u);
-    is_last = ticket == static_cast<uint32_t>(a.num_chunks - 1);
+// Row statistics of one row's temperature (the row's sequence).
+__device__ __forceinline__ float RowTemperature(const RowPassArgs& a, int64_t slot) {
+  const bool is_draft = slot >= a.num_target_rows;
+  const int64_t row = is_draft ? slot - a.num_target_rows : slot;
+  return a.in.sequences[SequenceOfRow(a.in.draft_offsets, a.in.num_sequences, row, is_draft ? 0 : 1)].temperature;
+}
+
+// One block per (row, chunk). A block's life is a chain of latencies (its
+// row's address, the chunk's loads, two block reductions), so it carries no
+// more: the chunk's values are requested before the row's sequence is looked
+// up (the full-chunk case needs no sequence to load), and the chunks are
+// combined by CombineRowsKernel, not by a last-block ticket (its fence and
+// atomic round trips held every block ~1.5 us longer).
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(RowPassArgs a) {
+  __shared__ double sum_shared[kThreads];
+  __shared__ MaxArg max_shared[kWarps];
+  const RejectionBatchInput& in = a.in;
+  const int64_t slot = blockIdx.x / a.num_chunks;
+  const int32_t c = blockIdx.x % a.num_chunks;
+  const bool is_draft = slot >= a.num_target_rows;
+  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const int32_t begin = c * rejection::kNormalizerChunk;
+  const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+  const bool full = a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
+                    end - begin == rejection::kNormalizerChunk;
+  float v[kRounds][4];
+  if (full) LoadChunk<D>(row_ptr, begin, v);
+  const float temperature = RowTemperature(a, slot);
+  const bool greedy = !(temperature > 0.0f);
+  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
+  const ChunkStats stats = (full && !greedy)
+                               ? FullChunkStats(v, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
+                               : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+  if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
+}
+
+// Combines each row's chunks (rejection::CombineChunks' bits), one warp per
+// row: the maximum with the lowest chunk on ties, then the chunk sums
+// rescaled in parallel and added in chunk order by lane 0. Launched as a
+// programmatic dependent of the row pass (sm_90): it waits for that grid's
+// completion and memory flush.
+constexpr int kCombineThreads = 128;
+
+__global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs a) {
+  __shared__ double scaled_sums[kCombineThreads / 32][kMaxChunks];
+  race_result::WaitForPrimaryGrid();
+  race_result::AllowDependentLaunch();
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kCombineThreads / 32) + warp;
+  if (slot >= a.num_target_rows + a.num_draft_rows) return;
+  const ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
+  const float temperature = RowTemperature(a, slot);
+  const float inv_t = temperature > 0.0f ? rejection::InverseTemperature(temperature) : 0.0f;
+  MaxArg best{0.0f, -1};
+  bool bad = false;
+  for (int32_t i = lane; i < a.num_chunks; i += 32) {
+    const ChunkStats cs{__ldcg(&chunks[i].max), __ldcg(&chunks[i].argmax), 0.0};
+    bad = bad || cs.argmax < 0;
+    const MaxArg o{cs.max, i};
+    if (MaxBeats(o, best)) best = o;
   }
-  __syncthreads();
-  if (!is_last) return;
-  __threadfence();
-  for (int32_t i = threadIdx.x; i < a.num_chunks; i += kThreads) {
-    const ChunkStats* src = chunks + i;
-    row_chunks[i] = ChunkStats{__ldcg(&src->max), __ldcg(&src->argmax), __ldcg(&src->sum)};
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const MaxArg o{__shfl_xor_sync(kFullMask, best.value, offset), __shfl_xor_sync(kFullMask, best.index, offset)};
+    if (MaxBeats(o, best)) best = o;
   }
-  __syncthreads();
-  if (threadIdx.x != 0) return;
+  bad = __any_sync(kFullMask, bad);
   DeviceRowNorm out{};
-  for (int32_t i = 0; i < a.num_chunks; ++i) {
-    if (row_chunks[i].argmax < 0) out.flags |= kRowBadElement;
-  }
+  if (bad) out.flags |= kRowBadElement;
   if (a.mode == RowPassMode::kNormalize) {
-    if (out.flags == 0) out.norm = rejection::CombineChunks(row_chunks, a.num_chunks, inv_t);
-  } else {
+    if (!bad) {
+      for (int32_t i = lane; i < a.num_chunks; i += 32) {
+        const float rescale = rejection::LogitWeight(__ldcg(&chunks[i].max), best.value, inv_t);
+        scaled_sums[warp][i] = detmath::MulD(__ldcg(&chunks[i].sum), static_cast<double>(rescale));
+      }
+      __syncwarp();
+      if (lane == 0) {
+        double z = 0.0;
+        for (int32_t i = 0; i < a.num_chunks; ++i) z = detmath::AddD(z, scaled_sums[warp][i]);
+        out.norm.max = best.value;
+        out.norm.argmax = __ldcg(&chunks[best.index].argmax);
+        out.norm.sum = static_cast<float>(z);
+        out.norm.threshold = rejection::NegativeInfinity();
+      }
+    }
+  } else if (lane == 0) {
     double sum = 0.0;
-    for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, row_chunks[i].sum);
-    if (in.kind != SampleValueKind::kLogits && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
+    for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, __ldcg(&chunks[i].sum));
+    if (a.in.kind != SampleValueKind::kLogits && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
       out.flags |= kRowBadSum;
     }
   }
-  a.scratch.norms[slot] = out;
-  a.scratch.row_tickets[slot] = 0;
+  if (lane == 0) a.scratch.norms[slot] = out;
 }
 
 // ------------------------------------------------------------ filter --
@@ -390,13 +502,313 @@ struct FilterArgs {
   ScratchLayout scratch;
 };
 
+// The filter finds its threshold on a shared-memory copy of the few
+// elements that can decide it (FlashInfer and vLLM select top-k/top-p
+// thresholds by pivot or radix search rather than a sort; this is a radix
+// search whose first digit is a histogram over the whole row and whose
+// further digits run on the compacted candidates):
+//   1. one pass over the row: a count histogram of the top 11 bits of the
+//      order-preserving keys (shared atomics);
+//   2. from the histogram alone, the coarse bin b that holds the decision:
+//      top-k's k-th largest key, or (top-p without top-k) the lowest bin
+//      whose lower bound on the mass above it (count x weight of the bin's
+//      lower edge) is still below the budget, top_p x the row's mass (a
+//      double sum of the weights taken in the same pass);
+//   3. a second pass copies every element of bins >= b (key and weight) to
+//      shared memory, and the remaining radix digits of top-k and the whole
+//      top-p search (as before: 8-bit digits with mass histograms) run
+//      there, on at most kFilterCandidates elements; a row with more falls
+//      back to the global passes (FilterThresholdGlobal);
+//   4. the kept mass in the fixed chunk order, one warp per chunk (8 lanes
+//      of the chunk order per thread, the pairwise tree in registers and
+//      shuffles): the bits of rejection_core.h's order.
+constexpr int kFilterBins = 2048;
+constexpr int kFilterBinShift = 21;  // 32 - 11 bits
+constexpr int kFilterCandidates = 2048;
+constexpr int kFilterWarps = kFilterThreads / 32;
+
+constexpr int kFilterGroupWords = kMaxChunks * kThreads / 32;  // one bit per (chunk, lane) of the chunk order
+
+struct FilterShared {
+  union {
+    uint32_t bin_count[kFilterBins];           // steps 1-2
+    uint32_t group_bits[kFilterGroupWords];    // step 4: (chunk, lane) groups holding a kept element
+  };
+  uint32_t cand_key[kFilterCandidates];
+  float cand_weight[kFilterCandidates];
+  int32_t cand_index[kFilterCandidates];
+  uint32_t digit_count[256];
+  double digit_mass[256];
+  uint32_t warp_u[kFilterWarps];
+  double warp_d[kFilterWarps];
+  double chunk_sum[kMaxChunks];
+  int32_t cut_rank;
+  uint32_t cut_above, num_candidates, cursor;
+  uint32_t prefix;
+  uint32_t remaining;
+  double above, budget;
+  double row_mass;  // top-p alone: the row's mass (kept mass before top-p)
+};
+
+// Exclusive prefix sum over the 1024 threads of the filter block (thread
+// order), and the total. Uses sh.warp_u / sh.warp_d.
+template <typename T>
+__device__ __forceinline__ T FilterBlockScan(T v, T* warp_totals, T& total) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  T x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const T y = __shfl_up_sync(kFullMask, x, o);
+    if (lane >= o) x = x + y;
+  }
+  T exclusive = __shfl_up_sync(kFullMask, x, 1);
+  if (lane == 0) exclusive = T(0);
+  if (lane == 31) warp_totals[warp] = x;
+  __syncthreads();
+  if (warp == 0) {
+    T w = warp_totals[lane];
+#pragma unroll
+    for (int o = 1; o < 32; o *= 2) {
+      const T y = __shfl_up_sync(kFullMask, w, o);
+      if (lane >= o) w = w + y;
+    }
+    warp_totals[lane] = w;
+  }
+  __syncthreads();
+  total = warp_totals[kFilterWarps - 1];
+  const T base = warp == 0 ? T(0) : warp_totals[warp - 1];
+  __syncthreads();
+  return base + exclusive;
+}
+
+// Calls f(x, z) for every element of the row, four quads per thread in flight.
+template <SampleDtype D, typename F>
+__device__ __forceinline__ void ForEachRowValue(const void* row_ptr, int32_t v, F&& f) {
+  const bool vector_ok = v % 4 == 0;
+  const int32_t quads = (v + 3) / 4;
+  constexpr int kUnroll = 4;
+  for (int32_t q0 = threadIdx.x; q0 < quads; q0 += kFilterThreads * kUnroll) {
+    float z[kUnroll][4];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int32_t q = q0 + u * kFilterThreads;
+      if (q < quads) Load4<D>(row_ptr, 4 * q, v, vector_ok, z[u], -kInfinity);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int32_t q = q0 + u * kFilterThreads;
+      if (q < quads) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (4 * q + i < v) f(4 * q + i, z[u][i]);
+        }
+      }
+    }
+  }
+}
+
+// One 8-bit digit of a radix search, chosen by warp 0 from sh.digit_count
+// (and sh.digit_mass): top-k (by_mass false) the digit holding the
+// `remaining`-th largest; top-p the lowest non-empty digit whose mass above
+// it, plus `above`, is below the budget (0 if none). Lane l owns digits
+// 255 - 8l down to 248 - 8l. Returns the digit; sets the count or mass above it.
+__device__ int FilterPickDigit(FilterShared& sh, bool by_mass, uint32_t remaining, uint32_t& count_above,
+                               double& mass_above) {
+  const int lane = threadIdx.x % 32;
+  uint32_t lane_count = 0;
+  double lane_mass = 0.0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int d = 255 - 8 * lane - i;
+    lane_count += sh.digit_count[d];
+    if (by_mass) lane_mass += sh.digit_mass[d];
+  }
+  uint32_t c = lane_count;
+  double m = lane_mass;
+#pragma unroll
+  for (int o = 1; o < 32; o *= 2) {
+    const uint32_t yc = __shfl_up_sync(kFullMask, c, o);
+    const double ym = __shfl_up_sync(kFullMask, m, o);
+    if (lane >= o) {
+      c += yc;
+      m += ym;
+    }
+  }
+  uint32_t c_above = c - lane_count;
+  double m_above = __shfl_up_sync(kFullMask, m, 1);
+  if (lane == 0) m_above = 0.0;
+  int chosen = -1;
+  uint32_t chosen_count = 0;
+  double chosen_mass = 0.0;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int d = 255 - 8 * lane - i;
+    const uint32_t n = sh.digit_count[d];
+    const bool ok = n > 0 && (by_mass ? (sh.above + m_above < sh.budget) : (c_above < remaining));
+    if (ok) {
+      chosen = d;
+      chosen_count = c_above;
+      chosen_mass = m_above;
+    }
+    c_above += n;
+    if (by_mass) m_above += sh.digit_mass[d];
+  }
+  // The lowest digit chosen by any lane: the highest lane with a choice.
+  const unsigned lanes = __ballot_sync(kFullMask, chosen >= 0);
+  if (lanes == 0) {
+    count_above = 0;
+    mass_above = 0.0;
+    return 0;
+  }
+  const int src = 31 - __clz(lanes);
+  count_above = __shfl_sync(kFullMask, chosen_count, src);
+  mass_above = __shfl_sync(kFullMask, chosen_mass, src);
+  return __shfl_sync(kFullMask, chosen, src);
+}
+
+// The radix search over the candidates in shared memory: keys with
+// (key & mask) == prefix, 8-bit digits from `shift` down. Top-k: returns the
+// `remaining`-th largest key. Top-p (by_mass): the threshold key, with
+// sh.above / sh.budget as set by the caller; candidates below `kept_from`
+// take no part.
+__device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint32_t prefix, uint32_t mask,
+                                            int first_shift, uint32_t remaining, uint32_t kept_from,
+                                            bool set_budget_from_mass, float top_p) {
+  const int t = threadIdx.x;
+  const uint32_t n = sh.num_candidates;
+  // Digits at first_shift, first_shift - 8, ..., then 0 (24, 16, 8, 0 or
+  // 13, 5, 0: the last digit's high bits are then already fixed by the mask).
+  for (int shift = first_shift;; shift = shift >= 8 ? shift - 8 : 0) {
+    for (int d = t; d < 256; d += kFilterThreads) {
+      sh.digit_count[d] = 0;
+      sh.digit_mass[d] = 0.0;
+    }
+    __syncthreads();
+    for (uint32_t i = t; i < n; i += kFilterThreads) {
+      const uint32_t key = sh.cand_key[i];
+      if (key >= kept_from && (key & mask) == prefix) {
+        const uint32_t d = (key >> shift) & 255u;
+        atomicAdd(&sh.digit_count[d], 1u);
+        if (by_mass) atomicAdd(&sh.digit_mass[d], static_cast<double>(sh.cand_weight[i]));
+      }
+    }
+    __syncthreads();
+    if (t < 32) {
+      if (by_mass && set_budget_from_mass && shift == first_shift) {
+        // Top-k then top-p: the kept mass is the candidates' (all kept ones are candidates).
+        double m = 0.0;
+        for (int d = t; d < 256; d += 32) m += sh.digit_mass[d];
+#pragma unroll
+        for (int o = 16; o > 0; o /= 2) m += __shfl_xor_sync(kFullMask, m, o);
+        if (t == 0) sh.budget = static_cast<double>(top_p) * m;
+        __syncwarp();
+      }
+      uint32_t count_above;
+      double mass_above;
+      const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
+      if (t == 0) {
+        if (by_mass) {
+          sh.above += mass_above;
+        } else {
+          sh.remaining -= count_above;
+        }
+        sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
+      }
+    }
+    __syncthreads();
+    prefix = sh.prefix;
+    mask |= 255u << shift;
+    if (shift == 0) break;
+  }
+  (void)remaining;
+  return prefix;
+}
+
+// The former filter: radix passes over the whole row in global memory, for
+// rows whose candidates do not fit in shared memory. Returns the threshold key.
+template <SampleDtype D>
+__device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr, int32_t v,
+                                          const SequenceSamplingParams& s, float row_max, float scale) {
+  const int t = threadIdx.x;
+  uint32_t kept_from = 0;
+  if (s.top_k > 0 && s.top_k < v) {
+    uint32_t prefix = 0, mask = 0;
+    if (t == 0) sh.remaining = static_cast<uint32_t>(s.top_k);
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int d = t; d < 256; d += kFilterThreads) sh.digit_count[d] = 0;
+      __syncthreads();
+      for (int32_t x = t; x < v; x += kFilterThreads) {
+        const uint32_t key = OrderedKey(LoadOne<D>(row_ptr, x));
+        if ((key & mask) == prefix) atomicAdd(&sh.digit_count[(key >> shift) & 255u], 1u);
+      }
+      __syncthreads();
+      if (t == 0) {
+        uint32_t remaining = sh.remaining;
+        int d = 255;
+        for (; d > 0; --d) {
+          if (remaining <= sh.digit_count[d]) break;
+          remaining -= sh.digit_count[d];
+        }
+        sh.remaining = remaining;
+        sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
+      }
+      __syncthreads();
+      prefix = sh.prefix;
+      mask |= 255u << shift;
+    }
+    kept_from = prefix;
+  }
+  uint32_t threshold = kept_from;
+  if (s.top_p < 1.0f) {
+    uint32_t prefix = 0, mask = 0;
+    if (t == 0) sh.above = 0.0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      for (int d = t; d < 256; d += kFilterThreads) {
+        sh.digit_count[d] = 0;
+        sh.digit_mass[d] = 0.0;
+      }
+      __syncthreads();
+      for (int32_t x = t; x < v; x += kFilterThreads) {
+        const float z = LoadOne<D>(row_ptr, x);
+        const uint32_t key = OrderedKey(z);
+        if (key >= kept_from && (key & mask) == prefix) {
+          atomicAdd(&sh.digit_count[(key >> shift) & 255u], 1u);
+          atomicAdd(&sh.digit_mass[(key >> shift) & 255u],
+                    static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale)));
+        }
+      }
+      __syncthreads();
+      if (t == 0) {
+        if (shift == 24) {
+          double kept_mass = 0.0;
+          for (int d = 0; d < 256; ++d) kept_mass += sh.digit_mass[d];
+          sh.budget = static_cast<double>(s.top_p) * kept_mass;
+        }
+        double above = sh.above;
+        int chosen = -1;
+        double above_chosen = above;
+        for (int d = 255; d >= 0; --d) {
+          if (sh.digit_count[d] == 0) continue;
+          if (!(above < sh.budget)) break;
+          chosen = d;
+          above_chosen = above;
+          above += sh.digit_mass[d];
+        }
+        sh.above = above_chosen;
+        sh.prefix = prefix | (static_cast<uint32_t>(chosen < 0 ? 0 : chosen) << shift);
+      }
+      __syncthreads();
+      prefix = sh.prefix;
+      mask |= 255u << shift;
+    }
+    threshold = prefix;
+  }
+  return threshold;
+}
+
 template <SampleDtype D>
 __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
-  __shared__ uint32_t counts[256];
-  __shared__ double masses[256];
-  __shared__ uint32_t shared_prefix, shared_remaining;
-  __shared__ double shared_above, shared_budget;
-  __shared__ double sum_shared[kThreads];
+  __shared__ FilterShared sh;
   const RejectionBatchInput& in = a.in;
   const int64_t row = blockIdx.x;
   const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, 1);
@@ -408,120 +820,197 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
   DeviceRowNorm norm = a.scratch.norms[row];
   if (norm.flags != 0) return;
   const float inv_t = rejection::InverseTemperature(s.temperature);
+  const float scale = rejection::LogitScale(inv_t);
+  const float row_max = norm.norm.max;
   const void* row_ptr = SampledRowAddress(in, false, row);
   const int32_t v = in.vocab_size;
   const int t = threadIdx.x;
+  const bool top_k = s.top_k > 0 && s.top_k < v;
+  const bool top_p = s.top_p < 1.0f;
 
-  // Top-k: the exact key of the k-th largest logit.
-  uint32_t kept_from = 0;
-  if (s.top_k > 0 && s.top_k < v) {
-    uint32_t prefix = 0, mask = 0;
-    if (t == 0) shared_remaining = static_cast<uint32_t>(s.top_k);
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      for (int d = t; d < 256; d += kFilterThreads) counts[d] = 0;
-      __syncthreads();
-      for (int32_t x = t; x < v; x += kFilterThreads) {
-        const uint32_t key = OrderedKey(LoadOne<D>(row_ptr, x));
-        if ((key & mask) == prefix) atomicAdd(&counts[(key >> shift) & 255u], 1u);
-      }
-      __syncthreads();
-      if (t == 0) {
-        uint32_t remaining = shared_remaining;
-        int d = 255;
-        for (; d > 0; --d) {
-          if (remaining <= counts[d]) break;
-          remaining -= counts[d];
-        }
-        shared_remaining = remaining;
-        shared_prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      }
-      __syncthreads();
-      prefix = shared_prefix;
-      mask |= 255u << shift;
+  uint32_t threshold = 0;
+  if (top_k || top_p) {
+    if (t == 0) {
+      sh.cut_rank = -1;
+      sh.cursor = 0;
     }
-    kept_from = prefix;
-  }
-  // Top-p: the smallest kept value v has (mass of kept logits > v) < top_p * kept mass.
-  uint32_t threshold = kept_from;
-  if (s.top_p < 1.0f) {
-    uint32_t prefix = 0, mask = 0;
-    if (t == 0) shared_above = 0.0;
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      for (int d = t; d < 256; d += kFilterThreads) {
-        counts[d] = 0;
-        masses[d] = 0.0;
+    bool candidates = false;
+    uint32_t first_prefix = 0, first_mask = 0;
+    int first_shift = 24;
+    uint32_t count_above_cut = 0;
+    {
+      // 1. The coarse histogram (top-p alone: and the row's mass, the sum of
+      // the weights in double, as the reference's kept mass: the
+      // normalizer's float lane sums would be ~1e-7 off).
+      for (int b = t; b < kFilterBins; b += kFilterThreads) sh.bin_count[b] = 0;
+      __syncthreads();
+      const bool row_mass = top_p && !top_k;
+      double mass = 0.0;
+      ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
+        const uint32_t bin = OrderedKey(z) >> kFilterBinShift;
+        atomicAdd(&sh.bin_count[bin], 1u);
+        if (row_mass) mass += static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale));
+      });
+      if (row_mass) {
+        double total;
+        FilterBlockScan<double>(mass, sh.warp_d, total);
+        if (t == 0) sh.row_mass = total;
       }
       __syncthreads();
-      for (int32_t x = t; x < v; x += kFilterThreads) {
-        const float z = LoadOne<D>(row_ptr, x);
-        const uint32_t key = OrderedKey(z);
-        if (key >= kept_from && (key & mask) == prefix) {
-          atomicAdd(&counts[(key >> shift) & 255u], 1u);
-          atomicAdd(&masses[(key >> shift) & 255u],
-                    static_cast<double>(rejection::LogitWeight(z, norm.norm.max, inv_t)));
-        }
+      // 2. The coarse bin of the decision. Thread t owns ranks 2t, 2t + 1
+      // (rank 0 = the top bin).
+      const int b0 = kFilterBins - 1 - 2 * t, b1 = b0 - 1;
+      const uint32_t c0 = sh.bin_count[b0], c1 = sh.bin_count[b1];
+      uint32_t total_count;
+      const uint32_t above0 = FilterBlockScan<uint32_t>(c0 + c1, sh.warp_u, total_count);
+      const uint32_t above1 = above0 + c0;
+      if (top_k) {
+        const uint32_t k = static_cast<uint32_t>(s.top_k);
+        int rank = -1;
+        if (c0 > 0 && above0 < k) rank = 2 * t;
+        if (c1 > 0 && above1 < k) rank = 2 * t + 1;
+        if (rank >= 0) atomicMax(&sh.cut_rank, rank);
+      } else {
+        // Lower bounds on each bin's mass: count x the weight of its lowest value.
+        const auto lower_mass = [&](int b, uint32_t c) {
+          if (c == 0) return 0.0;
+          const float low = KeyToFloat(static_cast<uint32_t>(b) << kFilterBinShift);
+          const float w = detmath::IsFinite(low) ? rejection::ScaledLogitWeight(fminf(low, row_max), row_max, scale)
+                                                 : 0.0f;
+          return static_cast<double>(c) * static_cast<double>(w) * 0.999;
+        };
+        const double m0 = lower_mass(b0, c0), m1 = lower_mass(b1, c1);
+        double total_mass;
+        const double mabove0 = FilterBlockScan<double>(m0 + m1, sh.warp_d, total_mass);
+        const double mabove1 = mabove0 + m0;
+        const double budget = static_cast<double>(s.top_p) * sh.row_mass;
+        int rank = -1;
+        if (c0 > 0 && mabove0 < budget) rank = 2 * t;
+        if (c1 > 0 && mabove1 < budget) rank = 2 * t + 1;
+        if (rank >= 0) atomicMax(&sh.cut_rank, rank);
       }
       __syncthreads();
-      if (t == 0) {
-        if (shift == 24) {
-          double kept_mass = 0.0;
-          for (int d = 0; d < 256; ++d) kept_mass += masses[d];
-          shared_budget = static_cast<double>(s.top_p) * kept_mass;
-        }
-        double above = shared_above;
-        int chosen = -1;
-        double above_chosen = above;
-        for (int d = 255; d >= 0; --d) {
-          if (counts[d] == 0) continue;
-          if (!(above < shared_budget)) break;
-          chosen = d;
-          above_chosen = above;
-          above += masses[d];
-        }
-        // chosen >= 0: the prefix bin always holds the value found one level up.
-        shared_above = above_chosen;
-        shared_prefix = prefix | (static_cast<uint32_t>(chosen < 0 ? 0 : chosen) << shift);
+      const int cut = sh.cut_rank;  // >= 0: the top non-empty bin always qualifies
+      if (cut == 2 * t) {
+        sh.cut_above = above0;
+        sh.num_candidates = above0 + c0;
+      } else if (cut == 2 * t + 1) {
+        sh.cut_above = above1;
+        sh.num_candidates = above1 + c1;
       }
       __syncthreads();
-      prefix = shared_prefix;
-      mask |= 255u << shift;
+      const uint32_t cut_bin = static_cast<uint32_t>(kFilterBins - 1 - cut);
+      if (cut >= 0 && sh.num_candidates <= kFilterCandidates) {
+        // 3. The candidates: every element of bins >= the cut.
+        ForEachRowValue<D>(row_ptr, v, [&](int32_t x, float z) {
+          const uint32_t key = OrderedKey(z);
+          if ((key >> kFilterBinShift) >= cut_bin) {
+            const uint32_t i = atomicAdd(&sh.cursor, 1u);
+            sh.cand_key[i] = key;
+            sh.cand_weight[i] = rejection::ScaledLogitWeight(z, row_max, scale);
+            sh.cand_index[i] = x;
+          }
+        });
+        candidates = true;
+        first_prefix = cut_bin << kFilterBinShift;
+        first_mask = 0xffe00000u;
+        first_shift = 13;
+        count_above_cut = sh.cut_above;
+      }
     }
-    threshold = prefix;
+    __syncthreads();
+    if (candidates) {
+      // The remaining digits in shared memory.
+      uint32_t kept_from = 0;
+      if (top_k) {
+        if (t == 0) sh.remaining = static_cast<uint32_t>(s.top_k) - count_above_cut;
+        __syncthreads();
+        kept_from = FilterRadixOnCandidates(sh, false, first_prefix, first_mask, first_shift, 0, 0, false, s.top_p);
+      }
+      threshold = kept_from;
+      if (top_p) {
+        if (t == 0) {
+          sh.above = 0.0;
+          sh.budget = static_cast<double>(s.top_p) * sh.row_mass;
+        }
+        __syncthreads();
+        threshold = FilterRadixOnCandidates(sh, true, 0, 0, 24, 0, kept_from, top_k, s.top_p);
+      }
+      // Step 4 reads only the (chunk, lane) groups that hold a kept element:
+      // every other group's lane sum is 0 without reading it.
+      for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = 0;
+      __syncthreads();
+      for (uint32_t i = t; i < sh.num_candidates; i += kFilterThreads) {
+        if (sh.cand_key[i] >= threshold) {
+          const int32_t x = sh.cand_index[i];
+          const int32_t group = (x / rejection::kNormalizerChunk) * kThreads +
+                                (x % rejection::kNormalizerChunk) / rejection::kLaneWidth % kThreads;
+          atomicOr(&sh.group_bits[group / 32], 1u << (group % 32));
+        }
+      }
+    } else {
+      threshold = FilterThresholdGlobal<D>(sh, row_ptr, v, s, row_max, scale);
+      __syncthreads();
+      for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
+    }
+  } else {
+    for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
   }
+  __syncthreads();
   const float threshold_value = threshold == 0 ? rejection::NegativeInfinity() : KeyToFloat(threshold);
-  // Kept mass in the fixed chunk order (threads 0..255 as the lanes), so the
-  // CPU reference reproduces it bit for bit.
-  double z_sum = 0.0;
-  for (int32_t begin = 0; begin < v; begin += rejection::kNormalizerChunk) {
+  // 4. The kept mass in the fixed chunk order: warp w takes chunks w, w + 32,
+  // ...; lane l holds the chunk-order lanes l + 32 j, j = 0..7.
+  const int warp = t / 32, lane = t % 32;
+  const int32_t num_chunks = rejection::NumChunks(v);
+  const bool vector_ok = v % 4 == 0;
+  for (int32_t c = warp; c < num_chunks; c += kFilterWarps) {
+    const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(v, begin + rejection::kNormalizerChunk);
-    float partial = 0.0f;
-    if (t < kThreads) {
+    double lane_sums[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int32_t chunk_lane = lane + 32 * j;
+      const int32_t group = c * kThreads + chunk_lane;
+      const bool any_kept = (sh.group_bits[group / 32] >> (group % 32)) & 1u;
+      float z[kRounds][4];
+#pragma unroll
       for (int r = 0; r < kRounds; ++r) {
+        const int32_t x = begin + (r * kThreads + chunk_lane) * rejection::kLaneWidth;
+        if (any_kept && x < end) {
+          Load4<D>(row_ptr, x, end, vector_ok, z[r], -kInfinity);
+        } else {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) z[r][i] = -kInfinity;
+        }
+      }
+      float partial = 0.0f;
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
         for (int i = 0; i < 4; ++i) {
-          const int32_t x = begin + (r * kThreads + t) * rejection::kLaneWidth + i;
-          if (x < end) {
-            const float z = LoadOne<D>(row_ptr, x);
-            const float w = z >= threshold_value ? rejection::LogitWeight(z, norm.norm.max, inv_t) : 0.0f;
-            partial = detmath::Add(partial, w);
+          // Skipped elements add +0, which changes no partial sum.
+          if (z[r][i] >= threshold_value) {
+            partial = detmath::Add(partial, rejection::ScaledLogitWeight(z[r][i], row_max, scale));
           }
         }
       }
+      lane_sums[j] = static_cast<double>(partial);
     }
-    // BlockFixedOrderSum over the first kThreads threads.
-    if (t < kThreads) sum_shared[t] = static_cast<double>(partial);
-    __syncthreads();
-    for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
-      if (t < stride) sum_shared[t] = detmath::AddD(sum_shared[t], sum_shared[t + stride]);
-      __syncthreads();
-    }
-    if (t < 32) {
-      double w = sum_shared[t];
-      for (int offset = 16; offset > 0; offset /= 2) w = detmath::AddD(w, __shfl_down_sync(kFullMask, w, offset));
-      if (t == 0) z_sum = detmath::AddD(z_sum, w);
-    }
-    __syncthreads();
+    // The pairwise fold s[t] += s[t + stride], stride 128, 64, 32 in
+    // registers, then 16 .. 1 across the warp (BlockFixedOrderSum's order).
+#pragma unroll
+    for (int j = 0; j < 4; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 4]);
+#pragma unroll
+    for (int j = 0; j < 2; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 2]);
+    double w = detmath::AddD(lane_sums[0], lane_sums[1]);
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) w = detmath::AddD(w, __shfl_down_sync(kFullMask, w, offset));
+    if (lane == 0) sh.chunk_sum[c] = w;
   }
+  __syncthreads();
   if (t == 0) {
+    double z_sum = 0.0;
+    for (int32_t c = 0; c < num_chunks; ++c) z_sum = detmath::AddD(z_sum, sh.chunk_sum[c]);
     norm.norm.threshold = threshold_value;
     norm.norm.sum = static_cast<float>(z_sum);
     a.scratch.norms[row] = norm;
@@ -725,6 +1214,9 @@ struct RowShare {
   uint32_t sequence_index;
   uint32_t position;  // k
   int32_t drafted;    // kResidualOneHot: x_k
+  // Exact logits: per-row constants of the pruning bounds (LogitBounds).
+  float logit_scale;  // LogitScale(1/T), both rows
+  float target_inv_sum_up, target_inv_sum_lo, draft_inv_sum_up, draft_inv_sum_lo;
 };
 
 // Value checks of everything a thread reads, branch-free: `poison`
@@ -981,6 +1473,92 @@ struct LogProbabilityQuad {
   }
 };
 
+// Exact logits: bounds on p = Div(Exp2Det(t), Z), t = (v - m) * scale, from
+// one MUFU ex2 (no polynomial, no division), so the hopeless test costs a
+// few instructions per element and only the seeding and the hopeful entrants
+// pay for the exact weight. ex2.approx's relative error (2 ulp) and
+// Exp2Det's (1 ulp) are far inside the 0.1% margins on the weight and on
+// 1/Z (the inv_sum constants); the additive 2^-126 covers results the .ftz
+// form flushes (p <= weight since Z >= 1: the maximum weighs 1). Values
+// below a filtered row's threshold have p = 0 (both bounds 0). As for
+// log-probabilities, the bounds only prune; the outcome is the full race's.
+__device__ __forceinline__ void LogitBounds(float v, float row_max, float scale, float threshold, float inv_sum_up,
+                                            float inv_sum_lo, float& up, float& lo) {
+  const float t = detmath::Mul(detmath::Sub(v, row_max), scale);
+  float approx;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(t));
+  const bool kept = v >= threshold;
+  up = kept ? __fmul_rn(__fmaf_rn(approx, 1.001f, kFloatMinNormal), inv_sum_up) : 0.0f;
+  lo = kept ? __fmul_rn(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), inv_sum_lo) : 0.0f;
+}
+
+// A quad of exact-logits values, the LogProbabilityQuad scheme: exact
+// weights (ProbabilityOf, as the reference) only where needed, bounds
+// otherwise. Slots outside the row or the share hold -inf (weight 0).
+template <RowRace R>
+struct LogitQuad {
+  const RowShare& w;
+  const float (&tv)[4];
+  const float (&dv)[4];
+  int32_t x0;
+
+  __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
+  __device__ __forceinline__ float ExactTarget(int e) const {
+    return rejection::ProbabilityOf(w.target_probability, tv[e]);
+  }
+  __device__ __forceinline__ float ExactResidual(int e) const {
+    const float p = ExactTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      // As QuadWeights: fmaxf(p - q, 0) is ResidualWeight.
+      return fmaxf(detmath::Sub(p, rejection::ProbabilityOf(w.draft_probability, dv[e])), 0.0f);
+    } else {
+      return rejection::ResidualWeight(p, OneHotDraft(e));
+    }
+  }
+  __device__ __forceinline__ void TargetBounds(int e, float& up, float& lo) const {
+    const RowNormalizer& n = w.target_probability.norm;
+    LogitBounds(tv[e], n.max, w.logit_scale, n.threshold, w.target_inv_sum_up, w.target_inv_sum_lo, up, lo);
+  }
+  __device__ __forceinline__ void DraftBounds(int e, float& up, float& lo) const {
+    const RowNormalizer& n = w.draft_probability.norm;
+    LogitBounds(dv[e], n.max, w.logit_scale, n.threshold, w.draft_inv_sum_up, w.draft_inv_sum_lo, up, lo);
+  }
+  __device__ __forceinline__ float BoundTarget(int e) const {
+    float up, lo;
+    TargetBounds(e, up, lo);
+    return up;
+  }
+  // max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone).
+  __device__ __forceinline__ float BoundResidual(int e) const {
+    const float p_up = BoundTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      float q_up, q_lo;
+      DraftBounds(e, q_up, q_lo);
+      return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
+    } else {
+      return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
+    }
+  }
+  // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
+  __device__ __forceinline__ bool CertainResidual() const {
+    bool certain = false;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      float p_up, p_lo;
+      TargetBounds(e, p_up, p_lo);
+      float q_up;
+      if constexpr (R == RowRace::kResidualDraftRow) {
+        float q_lo;
+        DraftBounds(e, q_up, q_lo);
+      } else {
+        q_up = OneHotDraft(e);
+      }
+      certain = certain || p_lo > q_up;
+    }
+    return certain;
+  }
+};
+
 // The race over one quad. While the warp has seen no residual entrant the
 // target race is fed too: it only decides when the whole row has none, so a
 // warp that has seen one stops feeding it (warp-uniform `feed_target`): for
@@ -1002,6 +1580,23 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
       }
     }
     const LogProbabilityQuad<R> quad{w, tv, dv, x0};
+    const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
+    if constexpr (kResidual) {
+      if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
+      ReadBlockBound(residual_bound, &block.residual);
+      RaceOneQuad(
+          bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.ExactResidual(e); }, x0,
+          residual_bound, best_residual, &block.residual);
+    }
+    if (feed_target) {
+      ReadBlockBound(target_bound, &block.target);
+      RaceOneQuad(
+          bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.ExactTarget(e); }, x0,
+          target_bound, best_target, &block.target);
+    }
+  } else if constexpr (Traits::kLogitsExact) {
+    // Rows were checked by the normalizer pass: no value checks here.
+    const LogitQuad<R> quad{w, tv, dv, x0};
     const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
     if constexpr (kResidual) {
       if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
@@ -1082,7 +1677,8 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
                                            RaceCandidate& best_residual, RaceCandidate& best_target, int32_t& flags) {
   constexpr bool kDraftRow = R == RowRace::kResidualDraftRow;
   // Slots outside the share or past the row: probability 0 (log-probabilities: -inf).
-  constexpr float kPad = RaceModeTraits<M>::kLogProbabilities ? -kInfinity : 0.0f;
+  constexpr float kPad =
+      (RaceModeTraits<M>::kLogProbabilities || RaceModeTraits<M>::kLogitsExact) ? -kInfinity : 0.0f;
   ValueChecks checks;
   RaceBound residual_bound, target_bound;
   bool feed_target = true;
@@ -1188,6 +1784,9 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
       asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
     }
   }
+  // A programmatic dependent of the combine / filter grid after a row pass
+  // (a no-op otherwise): the normalizers are read from here on.
+  race_result::WaitForPrimaryGrid();
   // Warp 0 decides for the block (every warp deciding cost the block 8x the
   // decision's instructions, and the race is instruction-bound); the barrier
   // also publishes block_bounds' initial value.
@@ -1221,6 +1820,15 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   if (Traits::kLogitsExact) {
     share.target_probability.norm = a.scratch.norms[target_row].norm;
     if (use_draft_row) share.draft_probability.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
+    // The bounds' per-row constants (LogitBounds): 1/Z within 0.1%, either side.
+    const float scale = rejection::LogitScale(inv_t);
+    const float target_inv = __frcp_rn(share.target_probability.norm.sum);
+    share.logit_scale = scale;
+    share.target_inv_sum_up = __fmul_rn(target_inv, 1.001f);
+    share.target_inv_sum_lo = __fmul_rn(target_inv, 0.999f);
+    const float draft_inv = use_draft_row ? __frcp_rn(share.draft_probability.norm.sum) : 0.0f;
+    share.draft_inv_sum_up = __fmul_rn(draft_inv, 1.001f);
+    share.draft_inv_sum_lo = __fmul_rn(draft_inv, 0.999f);
   }
   share.q_begin = q_begin;
   share.q_end = min(quads, q_begin + per_block);
@@ -1360,12 +1968,25 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
   const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
   const bool row_pass = logits_exact || in.validate_full_rows;
   const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
+  bool dependent = false;
+  if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
   if (row_pass) {
-    RowPassArgs args{in, layout, num_target_rows, num_chunks,
+    RowPassArgs args{in, layout, num_target_rows, num_draft_rows, num_chunks,
                      logits_exact ? RowPassMode::kNormalize : RowPassMode::kCheck};
     const int64_t blocks = (num_target_rows + num_draft_rows) * num_chunks;
     RowPassKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>((num_target_rows + num_draft_rows + kCombineThreads / 32 - 1) /
+                                                (kCombineThreads / 32)));
+    config.blockDim = dim3(kCombineThreads);
+    config.stream = stream;
+    config.attrs = dependent ? &attribute : nullptr;
+    config.numAttrs = dependent ? 1 : 0;
+    if (cudaError_t e = cudaLaunchKernelEx(&config, CombineRowsKernel, args); e != cudaSuccess) return e;
   }
   if (logits_exact && in.any_top_k_top_p) {
     FilterKernel<D><<<static_cast<unsigned>(num_target_rows), kFilterThreads, 0, stream>>>(FilterArgs{in, layout});
@@ -1393,13 +2014,19 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
                 logits_exact,
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
-  race<<<static_cast<unsigned>(blocks), kThreads, kRaceStageBytes, stream>>>(args);
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  bool dependent = false;
-  if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
+  {
+    // After a row pass the race is a programmatic dependent of the combine
+    // (or filter) grid: it waits for it before its decision reads the
+    // normalizers, and its launch overlaps that grid.
+    cudaLaunchConfig_t race_config{};
+    race_config.gridDim = dim3(static_cast<unsigned>(blocks));
+    race_config.blockDim = dim3(kThreads);
+    race_config.dynamicSmemBytes = kRaceStageBytes;
+    race_config.stream = stream;
+    race_config.attrs = (dependent && row_pass) ? &attribute : nullptr;
+    race_config.numAttrs = (dependent && row_pass) ? 1 : 0;
+    if (cudaError_t e = cudaLaunchKernelEx(&race_config, race, args); e != cudaSuccess) return e;
+  }
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(static_cast<unsigned>((in.num_sequences + kFinalizeThreads - 1) / kFinalizeThreads));
   config.blockDim = dim3(kFinalizeThreads);
@@ -1446,7 +2073,7 @@ cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const Reject
   if (cudaError_t e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device); e != cudaSuccess) {
     return e;
   }
-  // Race words, flags and tickets start at zero; every launch leaves them at zero again.
+  // Race words and flags start at zero; every launch leaves them at zero again.
   if (cudaError_t e = cudaMemsetAsync(device_memory, 0, Carve(nullptr, limits).zeroed_bytes, stream);
       e != cudaSuccess) {
     return e;

@@ -288,6 +288,8 @@ TEST_F(RejectionCudaTest, GreedyFilteredAndSigmoidLogitsMatch) {
                               {"top_k_50", 0.8f, 50, 1.0f, SampleMethod::kExact},
                               {"top_p_0.9", 1.3f, 0, 0.9f, SampleMethod::kExact},
                               {"top_k_top_p", 0.6f, 1000, 0.5f, SampleMethod::kExact},
+                              {"top_k_50_top_p_0.9", 1.0f, 50, 0.9f, SampleMethod::kExact},
+                              {"top_p_0.5", 0.7f, 0, 0.5f, SampleMethod::kExact},
                               {"top_k_1", 1.0f, 1, 1.0f, SampleMethod::kExact},
                               {"sigmoid", 1.0f, 0, 1.0f, SampleMethod::kSigmoid}};
   for (const Variant& v : variants) {

@@ -7,6 +7,7 @@
 #include "gtest/gtest.h"
 #include "kernels/sampling/det_math.h"
 #include "kernels/sampling/philox.h"
+#include "kernels/sampling/rejection_core.h"
 
 namespace specverify {
 namespace {
@@ -73,6 +74,40 @@ TEST(DetMathTest, ExpWithinTwoUlpOverTheSoftmaxRange) {
   EXPECT_EQ(detmath::ExpDet(-200.0f), 0.0f);
   EXPECT_TRUE(std::isinf(detmath::ExpDet(100.0f)));
   EXPECT_GT(detmath::ExpDet(-100.0f), 0.0f);  // subnormal range handled
+}
+
+// The softmax weights' exp (LogitWeight): 2^t within 1 ulp for normal
+// results, within one step of 2^-149 for subnormal ones, 0 from -151 and
+// +inf from 128.
+TEST(DetMathTest, Exp2WithinOneUlpAndRoundsSubnormalsCorrectly) {
+  double worst = 0.0;
+  for (float t = -149.9f; t < 127.9f; t += 0.00731f) {
+    const long double truth = std::exp2(static_cast<long double>(t));
+    const float got = detmath::Exp2Det(t);
+    if (truth < 1.1754943508222875e-38L) {
+      ASSERT_LE(std::fabs(static_cast<long double>(got) - truth), std::ldexp(1.0L, -149)) << "t = " << t;
+      continue;
+    }
+    const float rounded = static_cast<float>(truth);
+    const double ulp = std::nextafter(rounded, std::numeric_limits<float>::infinity()) - rounded;
+    worst = std::max(worst, static_cast<double>(std::fabs(static_cast<long double>(got) - truth)) / ulp);
+  }
+  EXPECT_LE(worst, 1.0);
+  EXPECT_EQ(detmath::Exp2Det(0.0f), 1.0f);
+  EXPECT_EQ(detmath::Exp2Det(-0.0f), 1.0f);
+  EXPECT_EQ(detmath::Exp2Det(-1.0f), 0.5f);
+  EXPECT_EQ(detmath::Exp2Det(-149.0f), std::ldexp(1.0f, -149));
+  EXPECT_EQ(detmath::Exp2Det(-151.0f), 0.0f);
+  EXPECT_EQ(detmath::Exp2Det(-1e30f), 0.0f);
+  EXPECT_TRUE(std::isinf(detmath::Exp2Det(128.0f)));
+  EXPECT_TRUE(std::isinf(detmath::Exp2Det(1e30f)));
+  EXPECT_EQ(detmath::Exp2Det(127.0f), std::ldexp(1.0f, 127));
+  EXPECT_EQ(detmath::Exp2Det(-std::numeric_limits<float>::infinity()), 0.0f);
+  EXPECT_EQ(detmath::Exp2Det(std::numeric_limits<float>::quiet_NaN()), 0.0f);
+  // The weight is exactly 1 at the maximum and decreasing below it.
+  EXPECT_EQ(rejection::LogitWeight(3.0f, 3.0f, 1e30f), 1.0f);
+  EXPECT_EQ(rejection::LogitWeight(2.0f, 3.0f, 1e38f), 0.0f);
+  EXPECT_NEAR(rejection::LogitWeight(2.0f, 3.0f, 1.0f), std::exp(-1.0), 1e-7);
 }
 
 // Log-probabilities: the CUDA race prunes with up = ex2(v log2 e) * 1.001 +
