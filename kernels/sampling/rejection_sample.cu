@@ -706,6 +706,9 @@ __device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint
       uint32_t count_above;
       double mass_above;
       const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
+      // Every lane has read sh.remaining / sh.above / sh.budget before lane 0
+      // rewrites them (racecheck: a write-after-read hazard in the warp).
+      __syncwarp();
       if (t == 0) {
         if (by_mass) {
           sh.above += mass_above;
