@@ -99,8 +99,8 @@ absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
                                             const CpuBackendOptions& cpu_options,
                                             const CudaExecutorOptions& cuda_options) {
   BackendChoice choice;
-#ifdef SPECVERIFY_HAVE_CUDA_EXECUTOR
   const int first_ordinal = spec.ordinals.empty() ? 0 : spec.ordinals.front();
+#ifdef SPECVERIFY_HAVE_CUDA_EXECUTOR
   if (spec.kind == DeviceSpec::Kind::kCuda) {
     return CreateCudaBackend(first_ordinal, cuda_options,
                              absl::StrCat("cuda:", first_ordinal, ": requested"));
@@ -121,9 +121,10 @@ absl::StatusOr<BackendChoice> CreateBackend(const DeviceSpec& spec,
       choice.reason = "noop: requested (transport ceiling, nothing verified)";
       return choice;
     case DeviceSpec::Kind::kCuda:
-      return absl::UnavailableError(
-          "--device=cuda: the CUDA executor is not built into this server (it has the cpu "
-          "and noop backends only)");
+      return absl::UnavailableError(absl::StrCat(
+          "--device=cuda:", first_ordinal,
+          ": the CUDA executor is not built into this server (it has the cpu and noop "
+          "backends only)"));
     case DeviceSpec::Kind::kCpu:
     case DeviceSpec::Kind::kAuto: {
       absl::StatusOr<std::unique_ptr<CpuBackend>> cpu = CpuBackend::Create(cpu_options);
@@ -208,9 +209,10 @@ absl::StatusOr<DeviceBackends> CreateBackends(const DeviceSpec& spec,
   return out;
 #else
   (void)cuda_options;
-  return absl::UnavailableError(
-      "--device=cuda: the CUDA executor is not built into this server (it has the cpu and "
-      "noop backends only)");
+  return absl::UnavailableError(absl::StrCat(
+      "--device=cuda:", spec.all_cuda ? "all" : absl::StrJoin(ordinals, ","),
+      ": the CUDA executor is not built into this server (it has the cpu and noop backends "
+      "only)"));
 #endif
 }
 
