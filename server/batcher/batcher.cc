@@ -485,15 +485,15 @@ void Batcher::FinishBatchLocked(int device, int32_t sequences, int64_t work_byte
 absl::Status Batcher::OnBatchFailed(int device, const absl::Status& status) {
   const absl::Status health = devices_->at(device).backend->health();
   const bool fatal = !health.ok();
+  // With several devices the answer names the one that failed.
+  const std::string which =
+      devices_->size() > 1 ? absl::StrCat("device ", devices_->at(device).name, ": ") : "";
   const absl::Status answer =
       status.code() == absl::StatusCode::kUnavailable ||
               status.code() == absl::StatusCode::kResourceExhausted
           ? status
           : absl::InternalError(
-                absl::StrCat(devices_->size() > 1 ? absl::StrCat("device ", devices_->at(device).name,
-                                                                 ": ")
-                                                  : std::string(),
-                             "the backend failed the batch: ", status.message()));
+                absl::StrCat(which, "the backend failed the batch: ", status.message()));
   if (!fatal || !devices_->TakeOutOfService(device, health)) return answer;
   // First report of this device's fault: count it, then decide whether the
   // server goes on. Reported before the requests are answered, so health

@@ -457,7 +457,8 @@ void PrometheusServerMetrics::OnQueueDelay(absl::Duration delay) {
 
 void PrometheusServerMetrics::OnBatchExecuted(const BatchReport& report) {
   const int p = static_cast<int>(report.path);
-  if (const DeviceSeries* d = Device(report.device); d != nullptr && p >= 0 && p < kExecutionPaths) {
+  const DeviceSeries* d = Device(report.device);
+  if (d != nullptr && p >= 0 && p < kExecutionPaths) {
     d->batches[p]->Increment();
     d->device_time[p]->Observe(Seconds(report.device_time));
   }
