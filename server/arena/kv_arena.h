@@ -132,15 +132,10 @@ class KvArena {
       int64_t offset, int64_t bytes, int64_t row_bytes, int64_t num_rows, int32_t dtype,
       const std::string& owner = "",
       const std::optional<std::string>& charged_to = std::nullopt);
-  // The client quota (ClientQuota::Charge and friends); shared between
+  // The client quota that requests are charged to (Charge at enqueue) and
+  // that handles published with `charged_to` give back to; shared between
   // the arenas of one server.
   ClientQuota& quota() { return *quota_; }
-  absl::Status Charge(const std::string& client, int64_t bytes) {
-    return quota_->Charge(client, bytes);
-  }
-  void Uncharge(const std::string& client, int64_t bytes) { quota_->Uncharge(client, bytes); }
-  int64_t client_bytes(const std::string& client) { return quota_->client_bytes(client); }
-  int64_t charged_clients() { return quota_->charged_clients(); }
   int device_index() const { return options_.device_index; }
   // NOT_FOUND for an unknown, released or expired handle, and for one that
   // `caller` does not own: another identity learns nothing, not even that

@@ -88,6 +88,7 @@ Batcher::Batcher(const BatcherOptions& options)
     : options_(options),
       own_devices_(OneDeviceSet(options)),
       devices_(options.devices != nullptr ? options.devices : own_devices_.get()),
+      quota_(devices_->at(0).arena->quota()),
       clock_(options.clock != nullptr ? options.clock : RealClock::Get()),
       metrics_(options.metrics),
       backend_packs_(devices_->at(0).backend->Describe().packs) {
@@ -163,7 +164,7 @@ absl::Status Batcher::Enqueue(std::unique_ptr<PendingRequest> request, RejectRea
     }
     // Lock order: mu_, then the quota's (it never calls back). One quota
     // serves every device's arena.
-    if (absl::Status charged = devices_->at(0).arena->Charge(request->client, arena_bytes);
+    if (absl::Status charged = quota_.Charge(request->client, arena_bytes);
         !charged.ok()) {
       return refuse(std::move(charged), RejectReason::kClientArenaQuota);
     }
@@ -223,7 +224,7 @@ void Batcher::DequeuedLocked(Queue& q, const PendingRequest& r) {
 
 void Batcher::ReleaseArenaCharge(PendingRequest& r, int64_t kept_by_handle) {
   if (r.arena_charge > kept_by_handle) {
-    devices_->at(0).arena->Uncharge(r.client, r.arena_charge - kept_by_handle);
+    quota_.Uncharge(r.client, r.arena_charge - kept_by_handle);
   }
   r.arena_charge = 0;
 }

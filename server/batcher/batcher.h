@@ -219,6 +219,8 @@ class Batcher {
   // {backend, arena} as a one-device set when no DeviceSet was given.
   const std::unique_ptr<DeviceSet> own_devices_;
   DeviceSet* const devices_;
+  // The per-client quota every device's arena shares (kv_arena.h).
+  ClientQuota& quota_;
   Clock* const clock_;
   ServerMetrics* const metrics_;
   const bool backend_packs_;

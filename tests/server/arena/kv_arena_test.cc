@@ -223,68 +223,68 @@ class KvArenaQuotaTest : public KvArenaTest {
 };
 
 TEST_F(KvArenaQuotaTest, ChargesUpToTheQuotaPerClient) {
-  ASSERT_THAT(arena_->Charge("a", 600), IsOk());
-  ASSERT_THAT(arena_->Charge("a", 400), IsOk());  // exactly the quota
-  EXPECT_THAT(arena_->Charge("a", 1),
+  ASSERT_THAT(arena_->quota().Charge("a", 600), IsOk());
+  ASSERT_THAT(arena_->quota().Charge("a", 400), IsOk());  // exactly the quota
+  EXPECT_THAT(arena_->quota().Charge("a", 1),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("client \"a\" holds 1000 KV arena bytes (live handles and the "
                                  "rows of its queued and running requests) + 1 for this request "
                                  "would exceed max_arena_bytes_per_client=1000")));
-  EXPECT_EQ(arena_->client_bytes("a"), 1000);  // the refused charge left nothing
-  ASSERT_THAT(arena_->Charge("b", 1000), IsOk());  // every client has its own
-  arena_->Uncharge("a", 600);
-  EXPECT_EQ(arena_->client_bytes("a"), 400);
-  arena_->Uncharge("a", 400);
-  arena_->Uncharge("b", 1000);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 1000);  // the refused charge left nothing
+  ASSERT_THAT(arena_->quota().Charge("b", 1000), IsOk());  // every client has its own
+  arena_->quota().Uncharge("a", 600);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 400);
+  arena_->quota().Uncharge("a", 400);
+  arena_->quota().Uncharge("b", 1000);
   // Clients at 0 leave the table: it does not grow with every client seen.
-  EXPECT_EQ(arena_->charged_clients(), 0);
+  EXPECT_EQ(arena_->quota().charged_clients(), 0);
   // One request larger than the quota is refused outright.
-  EXPECT_THAT(arena_->Charge("c", kQuota + 1),
+  EXPECT_THAT(arena_->quota().Charge("c", kQuota + 1),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr("max_arena_bytes_per_client=1000")));
   // A huge charge cannot overflow the comparison.
-  EXPECT_THAT(arena_->Charge("c", INT64_MAX),
+  EXPECT_THAT(arena_->quota().Charge("c", INT64_MAX),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("would exceed")));
 }
 
 TEST_F(KvArenaQuotaTest, AHandleHoldsItsShareUntilItsBytesReturn) {
   // The batcher's sequence: charge the upper bound, reserve, publish the
   // kept rows as a handle, give back the rest of the charge.
-  ASSERT_THAT(arena_->Charge("a", 800), IsOk());
+  ASSERT_THAT(arena_->quota().Charge("a", 800), IsOk());
   const int64_t base = *arena_->Reserve(800);
   absl::StatusOr<PublishedHandle> h =
       arena_->Publish(base, 512, 128, 4, 4, /*owner=*/"", /*charged_to=*/"a");
   ASSERT_THAT(h, IsOk());
   arena_->Free(base + 512, 288);
-  arena_->Uncharge("a", 800 - 512);
-  EXPECT_EQ(arena_->client_bytes("a"), 512);
+  arena_->quota().Uncharge("a", 800 - 512);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 512);
   // A FetchKv reader keeps the bytes, and so the charge, past the release.
   absl::StatusOr<std::shared_ptr<const KvRegion>> reader = arena_->Lookup(h->id);
   ASSERT_THAT(reader, IsOk());
   ASSERT_THAT(arena_->Release(h->id), IsOk());
-  EXPECT_EQ(arena_->client_bytes("a"), 512);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 512);
   reader->reset();
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
   EXPECT_EQ(arena_->used_bytes(), 0);
 }
 
 TEST_F(KvArenaQuotaTest, ExpiryGivesTheChargeBack) {
-  ASSERT_THAT(arena_->Charge("a", 256), IsOk());
+  ASSERT_THAT(arena_->quota().Charge("a", 256), IsOk());
   const int64_t base = *arena_->Reserve(256);
   ASSERT_THAT(arena_->Publish(base, 256, 64, 4, 4, "", "a"), IsOk());
-  EXPECT_THAT(arena_->Charge("a", kQuota - 255),
+  EXPECT_THAT(arena_->quota().Charge("a", kQuota - 255),
               StatusIs(absl::StatusCode::kResourceExhausted, HasSubstr("holds 256")));
   clock_.Advance(absl::Milliseconds(kTtlMs));
   EXPECT_EQ(arena_->ReapExpired(), 1);
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
-  EXPECT_THAT(arena_->Charge("a", kQuota), IsOk());
-  arena_->Uncharge("a", kQuota);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
+  EXPECT_THAT(arena_->quota().Charge("a", kQuota), IsOk());
+  arena_->quota().Uncharge("a", kQuota);
 }
 
 TEST_F(KvArenaTest, WithoutAQuotaNothingIsCharged) {
-  ASSERT_THAT(arena_->Charge("a", int64_t{1} << 40), IsOk());
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
-  EXPECT_EQ(arena_->charged_clients(), 0);
+  ASSERT_THAT(arena_->quota().Charge("a", int64_t{1} << 40), IsOk());
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
+  EXPECT_EQ(arena_->quota().charged_clients(), 0);
 }
 
 TEST(KvArenaCreateTest, RejectsANegativeQuota) {

@@ -743,7 +743,7 @@ TEST_F(BatcherTest, ArenaQuotaChargesQueuedRowsAndLiveHandles) {
   Make();
   Call a1, a2, b1, a3;
   ASSERT_THAT(EnqueueAs("a", a1, 0, 2), IsOk());
-  EXPECT_EQ(arena_->client_bytes("a"), RowBound(0, 2));  // queued: its upper bound
+  EXPECT_EQ(arena_->quota().client_bytes("a"), RowBound(0, 2));  // queued: its upper bound
   EXPECT_THAT(EnqueueAs("a", a2, 2, 1),
               StatusIs(absl::StatusCode::kResourceExhausted,
                        HasSubstr(absl::StrCat("client \"a\" holds ", RowBound(0, 2),
@@ -764,11 +764,11 @@ TEST_F(BatcherTest, ArenaQuotaChargesQueuedRowsAndLiveHandles) {
   EXPECT_THAT(Check(a1, v1::KV_RETURN_HANDLE), IsOk());
   // Done: the client holds what its handle holds, the accepted rows.
   const int64_t handle_bytes = a1.response.kv().num_rows() * kRowBytes;
-  EXPECT_EQ(arena_->client_bytes("a"), handle_bytes);
-  EXPECT_EQ(arena_->client_bytes("b"), b1.response.kv().num_rows() * kRowBytes);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), handle_bytes);
+  EXPECT_EQ(arena_->quota().client_bytes("b"), b1.response.kv().num_rows() * kRowBytes);
   // Released (and no reader left): the quota is free again.
   ASSERT_THAT(arena_->Release(a1.response.kv().id()), IsOk());
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
   ASSERT_THAT(EnqueueAs("a", a3, 0, 2), IsOk());
   clock_.Advance(kDelay);
   batcher_->RunOnce();
@@ -789,7 +789,7 @@ TEST_F(BatcherTest, ArenaChargeReturnsOnEveryEndingWithoutAHandle) {
                         [&cancel] { return cancel; }),
               IsOk());
   // NONE keeps no rows: charged nothing.
-  EXPECT_EQ(arena_->client_bytes("a"), RowBound(0, 2) + RowBound(4, 2));
+  EXPECT_EQ(arena_->quota().client_bytes("a"), RowBound(0, 2) + RowBound(4, 2));
   cancel = true;
   clock_.Advance(kDelay);
   batcher_->RunOnce();
@@ -800,7 +800,7 @@ TEST_F(BatcherTest, ArenaChargeReturnsOnEveryEndingWithoutAHandle) {
   EXPECT_THAT(expired.status,
               StatusIs(absl::StatusCode::kDeadlineExceeded, HasSubstr("not executed")));
   EXPECT_THAT(cancelled.status, StatusIs(absl::StatusCode::kCancelled, HasSubstr("cancelled")));
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
   // The batch's reservation fails (arena of 16 rows): its charge returns too.
   ASSERT_THAT(EnqueueAs("a", too_big, 6, 8), IsOk());
   clock_.Advance(kDelay);
@@ -808,13 +808,13 @@ TEST_F(BatcherTest, ArenaChargeReturnsOnEveryEndingWithoutAHandle) {
   too_big.answered.WaitForNotification();
   EXPECT_THAT(too_big.status, StatusIs(absl::StatusCode::kResourceExhausted,
                                        HasSubstr("KV arena full")));
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
   ASSERT_THAT(EnqueueAs("a", stopped, 14, 1), IsOk());
-  EXPECT_GT(arena_->client_bytes("a"), 0);
+  EXPECT_GT(arena_->quota().client_bytes("a"), 0);
   batcher_->Stop();
   EXPECT_THAT(stopped.status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
-  EXPECT_EQ(arena_->charged_clients(), 0);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
+  EXPECT_EQ(arena_->quota().charged_clients(), 0);
 }
 
 TEST_F(BatcherTest, BackendFailureReturnsTheArenaCharge) {
@@ -827,7 +827,7 @@ TEST_F(BatcherTest, BackendFailureReturnsTheArenaCharge) {
   batcher_->RunOnce();
   a.answered.WaitForNotification();
   EXPECT_THAT(a.status, StatusIs(absl::StatusCode::kInternal, HasSubstr("injected")));
-  EXPECT_EQ(arena_->client_bytes("a"), 0);
+  EXPECT_EQ(arena_->quota().client_bytes("a"), 0);
 }
 
 TEST(BatcherCreateTest, RejectsInconsistentOptions) {
