@@ -9,6 +9,7 @@
 #include "absl/synchronization/mutex.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/runtime/callback_queue_pin.h"
 
 namespace specverify::client {
 namespace {
@@ -204,6 +205,9 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Destroying this client must never tear down gRPC's callback queue
+  // (proto/runtime/callback_queue_pin.h).
+  grpc_runtime::PinCallbackQueue();
   auto channel = grpc::CreateCustomChannel(options.address, credentials, args);
   return std::unique_ptr<VerifierClient>(new VerifierClient(options, std::move(channel)));
 }

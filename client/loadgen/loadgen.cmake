@@ -18,7 +18,7 @@ target_include_directories(specverify_loadgen_core PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(specverify_loadgen_core
   PUBLIC specverify_client specverify_proto specverify_workload specverify_sampling_workload gRPC::grpc++
          absl::status absl::statusor absl::strings absl::str_format
-  PRIVATE Threads::Threads)
+  PRIVATE specverify_grpc_runtime Threads::Threads)
 
 if(TARGET specverify_client_cuda)
   target_link_libraries(specverify_loadgen_core PUBLIC specverify_client_cuda)

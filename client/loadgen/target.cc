@@ -2,7 +2,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -10,6 +9,7 @@
 #include "absl/time/time.h"
 #include "client/verifier_client.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/runtime/callback_queue_pin.h"
 
 namespace specverify::loadgen {
 namespace {
@@ -42,19 +42,6 @@ absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> MakeCredentials(
   return grpc::SslCredentials(ssl);
 }
 
-// gRPC 1.51 runs callback RPCs on a process-wide "callback alternative"
-// completion queue, reference-counted by the channels that used it. When the
-// count drops to zero while another channel starts using it, its polling
-// threads can free it twice (seen under AddressSanitizer when a process runs
-// several load generations one after the other). Keeping the first channel
-// alive for the life of the process keeps the count above zero.
-void RetainCallbackQueueForever(std::shared_ptr<grpc::Channel> channel) {
-  static std::mutex mu;
-  static auto* retained = new std::shared_ptr<grpc::Channel>();  // never freed
-  std::lock_guard<std::mutex> lock(mu);
-  if (*retained == nullptr) *retained = std::move(channel);
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Target>> Target::Connect(const std::string& address,
@@ -64,6 +51,9 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Connect(const std::string& addre
   absl::StatusOr<std::shared_ptr<grpc::ChannelCredentials>> credentials = MakeCredentials(transport);
   if (!credentials.ok()) return credentials.status();
   std::unique_ptr<Target> target(new Target(address, transport));
+  // Closing the target must never tear down gRPC's callback queue: a process
+  // may run several load generations (proto/runtime/callback_queue_pin.h).
+  grpc_runtime::PinCallbackQueue();
   const auto deadline = std::chrono::system_clock::now() +
                         std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
   for (int32_t c = 0; c < channels; ++c) {
@@ -80,7 +70,6 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Connect(const std::string& addre
       return absl::UnavailableError(absl::StrCat("cannot connect to ", address, " (channel ", c,
                                                  ") within ", connect_timeout_s, " s"));
     }
-    if (c == 0) RetainCallbackQueueForever(channel);
     target->stubs_.push_back(v1::Verifier::NewStub(channel));
     target->channels_.push_back(std::move(channel));
   }

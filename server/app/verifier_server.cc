@@ -14,6 +14,7 @@
 #include "grpcpp/security/tls_certificate_provider.h"
 #include "grpcpp/security/tls_credentials_options.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "proto/runtime/callback_queue_pin.h"
 #include "server/app/version.h"
 #include "server/backend/backend_factory.h"
 #include "server/rpc/grpc_tuning.h"
@@ -258,6 +259,9 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       ServerCredentialsFor(options, &server->certificate_provider_);
   if (!credentials.ok()) return credentials.status();
+  // Before the server joins gRPC's callback queue: its shutdown must never
+  // be the one that tears the queue down (proto/runtime/callback_queue_pin.h).
+  grpc_runtime::PinCallbackQueue();
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
