@@ -42,6 +42,8 @@ constexpr int kFilterThreads = 1024;
 // was read, when its values have certainly left shared memory.
 constexpr int kStageLookahead = 4;
 constexpr int kStageSlots = kStageLookahead + 1;
+// A race share's length is a multiple of this many quads (see AcceptRaceKernel).
+constexpr int32_t kShareQuads = 32;
 constexpr int kStageBytesPerRow = kStageSlots * kThreads * 16;  // 16 B: a quad of fp32
 constexpr int kRaceStageBytes = 2 * kStageBytesPerRow;         // target and draft rows: 40 KB
 constexpr int kMaxChunks = (1 << 20) / rejection::kNormalizerChunk;  // V <= 2^20
@@ -1769,7 +1771,15 @@ __global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(R
   const int32_t gamma = in.draft_offsets[i + 1] - first;
   const SequenceSamplingParams s = in.sequences[i];
   const int32_t quads = (in.vocab_size + 3) / 4;
-  const int32_t per_block = (quads + a.blocks_per_sequence - 1) / a.blocks_per_sequence;
+  // Shares are whole multiples of kShareQuads, so each starts on a 512-byte
+  // boundary of the row (256 for 16-bit values) whatever V and G are; the
+  // race's argmin does not depend on the split, only its speed does. With
+  // ceil(quads / G) shares, B=128 at V=151,936 (G=3) began its shares 96
+  // bytes past a 128-byte line, so every warp's 512 contiguous bytes touched
+  // five lines instead of four: 72.2 us against 64.5 aligned, at a read
+  // floor of 59.1 (H100, 2026-11-24, bench/sampling/results/2026-11-24-item5).
+  const int32_t per_block =
+      (quads + a.blocks_per_sequence * kShareQuads - 1) / (a.blocks_per_sequence * kShareQuads) * kShareQuads;
   const int32_t q_begin = g * per_block;
   // Warps 1 and 2 touch one line of this block's slice in every candidate
   // row (target rows 0..gamma, draft rows 0..gamma-1) before deciding, so the
