@@ -45,13 +45,21 @@ int NextingThreads() {
   return count;
 }
 
-// The queue's threads name themselves once running: wait for them.
+// The queue's threads name themselves once running, each in its own time:
+// wait until some run and their number has held for 200 ms.
 int NextingThreadsOnceStarted() {
-  const absl::Time give_up = absl::Now() + absl::Seconds(5);
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
   int count = NextingThreads();
-  while (count == 0 && absl::Now() < give_up) {
+  absl::Time stable_since = absl::Now();
+  while (absl::Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(5));
-    count = NextingThreads();
+    const int now = NextingThreads();
+    if (now != count) {
+      count = now;
+      stable_since = absl::Now();
+    } else if (count > 0 && absl::Now() - stable_since >= absl::Milliseconds(200)) {
+      break;
+    }
   }
   return count;
 }
@@ -92,7 +100,7 @@ TEST(CallbackQueuePinTest, APinnedQueueOutlivesEveryChannelAndPinningTwiceIsHarm
   grpc_runtime::PinCallbackQueue();
   OneCallbackCallOnAThrowawayChannel();
   OneCallbackCallOnAThrowawayChannel();
-  EXPECT_EQ(NextingThreads(), threads) << "one queue, still running";
+  EXPECT_EQ(NextingThreadsOnceStarted(), threads) << "one queue, still running";
 }
 
 // What CI tripped over: a real server and the client library, an
