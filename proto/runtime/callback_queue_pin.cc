@@ -1,5 +1,6 @@
 #include "proto/runtime/callback_queue_pin.h"
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -22,21 +23,24 @@ void Pin() {
   // connection, every call answered INVALID_ARGUMENT locally.
   pinned_channel = new std::shared_ptr<grpc::Channel>(grpc::CreateCustomChannel(
       "specverify-callback-queue-pin", nullptr, grpc::ChannelArguments()));
-  // A channel joins the callback queue on its first callback call, not when
-  // it is created. The call's outcome does not matter; it has to finish
-  // before its context and buffers go away.
-  grpc::GenericStub stub(*pinned_channel);
+  JoinCallbackQueue(*pinned_channel);
+}
+
+}  // namespace
+
+void JoinCallbackQueue(const std::shared_ptr<grpc::Channel>& channel) {
+  grpc::GenericStub stub(channel);
   grpc::ClientContext context;
+  // Bounded, for a channel that does connect somewhere.
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   grpc::Slice empty{std::string()};
   grpc::ByteBuffer request(&empty, 1);
   grpc::ByteBuffer response;
   absl::Notification finished;
-  stub.UnaryCall(&context, "/specverify.v1.Verifier/GetServerInfo", grpc::StubOptions(),
-                 &request, &response, [&finished](grpc::Status) { finished.Notify(); });
+  stub.UnaryCall(&context, "/specverify.grpc_runtime.Unserved/Join", grpc::StubOptions(), &request,
+                 &response, [&finished](grpc::Status) { finished.Notify(); });
   finished.WaitForNotification();
 }
-
-}  // namespace
 
 void PinCallbackQueue() {
   static absl::once_flag once;

@@ -21,9 +21,20 @@
 #ifndef SPECVERIFY_PROTO_RUNTIME_CALLBACK_QUEUE_PIN_H_
 #define SPECVERIFY_PROTO_RUNTIME_CALLBACK_QUEUE_PIN_H_
 
+#include <memory>
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
+
 namespace specverify::grpc_runtime {
 
 void PinCallbackQueue();
+
+// Makes one callback call on `channel` (to a method nobody serves; its
+// outcome is ignored) and waits for it to finish: how a channel joins the
+// callback queue, which it does on its first callback call, not when made.
+void JoinCallbackQueue(const std::shared_ptr<grpc::Channel>& channel);
 
 }  // namespace specverify::grpc_runtime
 
