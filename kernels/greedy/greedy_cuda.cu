@@ -264,6 +264,45 @@ __global__ void __launch_bounds__(kPackThreadsPerBlock)
       rows * rb / kVec);
 }
 
+// --- The tile's sequences (both verify-and-pack kernels) -----------------------
+
+// The sequences overlapping a tile of draft rows [tile_start, tile_end):
+// s_first = the largest s with offsets[s] <= tile_start (level 1 samples every
+// `stride`-th offset, level 2 searches the bucket that holds it), and n_seq,
+// how many of s_first, s_first + 1, ... start before tile_end (all but the
+// first start inside the tile, so at most tile_rows + 1). Leaves
+// offsets[s_first ..] in tile_offsets and, when b < kFusedThreadsPerBlock,
+// offsets[0 .. b] in all_offsets (one load then serves both). Every thread of
+// the block calls it: its counts are block barriers.
+struct TileSequences {
+  int s_first;
+  int n_seq;
+};
+
+__device__ __forceinline__ TileSequences FindTileSequences(
+    const int32_t* offsets, int b, int tile_start, int tile_end, int tile_rows,
+    int tid, int* all_offsets, int* tile_offsets) {
+  const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
+  const int sample = tid * stride;
+  const int sample_value = sample <= b ? offsets[sample] : INT_MAX;
+  if (stride == 1) all_offsets[tid] = sample_value;
+  const int bucket = __syncthreads_count(sample_value <= tile_start) - 1;
+  int s_first = bucket * stride;
+  if (stride > 1) {
+    const int probe = s_first + 1 + tid;
+    s_first += __syncthreads_count(tid < stride - 1 && probe <= b &&
+                                   offsets[probe] <= tile_start);
+  }
+  const int available = min(tile_rows + 1, b - s_first + 1);
+  int my_offset = INT_MAX;
+  if (tid < available) {
+    my_offset = stride == 1 ? all_offsets[s_first + tid] : offsets[s_first + tid];
+    tile_offsets[tid] = my_offset;
+  }
+  return TileSequences{
+      s_first, __syncthreads_count(s_first + tid < b && my_offset < tile_end)};
+}
+
 // --- Prefix-first verify-and-pack (sm_90) ------------------------------------
 //
 // Two launches for the batches whose fused tiles would be 32-64 KiB (about
@@ -340,25 +379,10 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock)
   // (2) The sequences overlapping the tile (inputs only): as the fused
   // kernel's step (3). Its barriers also publish tile_prefix = 0.
   if (tid == 0) smem.tile_prefix = 0;
-  const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
-  const int sample = tid * stride;
-  const int sample_value = sample <= b ? offsets[sample] : INT_MAX;
-  if (stride == 1) smem.all_offsets[tid] = sample_value;
-  const int bucket = __syncthreads_count(sample_value <= tile_start) - 1;
-  int s_first = bucket * stride;
-  if (stride > 1) {
-    const int probe = s_first + 1 + tid;
-    s_first += __syncthreads_count(tid < stride - 1 && probe <= b &&
-                                   offsets[probe] <= tile_start);
-  }
-  const int available = min(tile_rows + 1, b - s_first + 1);
-  int my_offset = INT_MAX;
-  if (tid < available) {
-    my_offset = stride == 1 ? smem.all_offsets[s_first + tid]
-                            : offsets[s_first + tid];
-    smem.offsets[tid] = my_offset;
-  }
-  const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
+  const TileSequences overlap = FindTileSequences(
+      offsets, b, tile_start, tile_end, tile_rows, tid, smem.all_offsets, smem.offsets);
+  const int s_first = overlap.s_first;
+  const int n_seq = overlap.n_seq;
 
   // (3) The verify grid's accepted lengths: this tile's prefix = accepted
   // rows of the sequences before s_first (every thread sums a share, one
@@ -558,29 +582,11 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
     if (i < tile_units) v[u] = src[i];
   }
 
-  // (3) s_first = largest s with offsets[s] <= tile_start. Level 1 samples
-  // every `stride`-th offset; level 2 searches the bucket that holds it.
-  const int stride = (b + kFusedThreadsPerBlock) / kFusedThreadsPerBlock;
-  const int sample = tid * stride;
-  const int sample_value = sample <= b ? offsets[sample] : INT_MAX;
-  if (stride == 1) smem.all_offsets[tid] = sample_value;
-  const int bucket = __syncthreads_count(sample_value <= tile_start) - 1;
-  int s_first = bucket * stride;
-  if (stride > 1) {
-    const int probe = s_first + 1 + tid;
-    s_first += __syncthreads_count(tid < stride - 1 && probe <= b &&
-                                   offsets[probe] <= tile_start);
-  }
-  // Sequences s_first.. overlap the tile while they start before tile_end;
-  // all but the first start inside it, so there are at most tile_rows.
-  const int available = min(tile_rows + 1, b - s_first + 1);
-  int my_offset = INT_MAX;
-  if (tid < available) {
-    my_offset = stride == 1 ? smem.all_offsets[s_first + tid]
-                            : offsets[s_first + tid];
-    smem.offsets[tid] = my_offset;
-  }
-  const int n_seq = __syncthreads_count(s_first + tid < b && my_offset < tile_end);
+  // (3) The sequences overlapping the tile (FindTileSequences).
+  const TileSequences overlap = FindTileSequences(
+      offsets, b, tile_start, tile_end, tile_rows, tid, smem.all_offsets, smem.offsets);
+  const int s_first = overlap.s_first;
+  const int n_seq = overlap.n_seq;
   const unsigned epoch = smem.epoch;
 
   int tile_prefix = 0;
