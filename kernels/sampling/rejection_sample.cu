@@ -1569,6 +1569,30 @@ struct LogitQuad {
   }
 };
 
+// Both races over one quad whose exact weights cost an exp (Quad:
+// LogProbabilityQuad or LogitQuad): the bounds prune, and only the seeding
+// and the hopeful entrants pay for the exact weight. The residual race's
+// certainty test stops feeding the target race as in RaceQuad.
+template <bool kResidual, typename Quad>
+__device__ __forceinline__ void RaceBoundedQuad(const Quad& quad, const Philox4x32& bits, int32_t x0,
+                                                BlockBounds& block, RaceBound& residual_bound,
+                                                RaceBound& target_bound, bool& feed_target,
+                                                RaceCandidate& best_residual, RaceCandidate& best_target) {
+  if constexpr (kResidual) {
+    if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
+    ReadBlockBound(residual_bound, &block.residual);
+    RaceOneQuad(
+        bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.ExactResidual(e); }, x0,
+        residual_bound, best_residual, &block.residual);
+  }
+  if (feed_target) {
+    ReadBlockBound(target_bound, &block.target);
+    RaceOneQuad(
+        bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.ExactTarget(e); }, x0,
+        target_bound, best_target, &block.target);
+  }
+}
+
 // The race over one quad. While the warp has seen no residual entrant the
 // target race is fed too: it only decides when the whole row has none, so a
 // warp that has seen one stops feeding it (warp-uniform `feed_target`): for
@@ -1589,38 +1613,14 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
         CheckValue<Traits::kKind>(dv[e], checks.draft_poison, checks.draft_low);
       }
     }
-    const LogProbabilityQuad<R> quad{w, tv, dv, x0};
-    const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
-    if constexpr (kResidual) {
-      if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
-      ReadBlockBound(residual_bound, &block.residual);
-      RaceOneQuad(
-          bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.ExactResidual(e); }, x0,
-          residual_bound, best_residual, &block.residual);
-    }
-    if (feed_target) {
-      ReadBlockBound(target_bound, &block.target);
-      RaceOneQuad(
-          bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.ExactTarget(e); }, x0,
-          target_bound, best_target, &block.target);
-    }
+    RaceBoundedQuad<kResidual>(LogProbabilityQuad<R>{w, tv, dv, x0},
+                               RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q)), x0,
+                               block, residual_bound, target_bound, feed_target, best_residual, best_target);
   } else if constexpr (Traits::kLogitsExact) {
     // Rows were checked by the normalizer pass: no value checks here.
-    const LogitQuad<R> quad{w, tv, dv, x0};
-    const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
-    if constexpr (kResidual) {
-      if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
-      ReadBlockBound(residual_bound, &block.residual);
-      RaceOneQuad(
-          bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.ExactResidual(e); }, x0,
-          residual_bound, best_residual, &block.residual);
-    }
-    if (feed_target) {
-      ReadBlockBound(target_bound, &block.target);
-      RaceOneQuad(
-          bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.ExactTarget(e); }, x0,
-          target_bound, best_target, &block.target);
-    }
+    RaceBoundedQuad<kResidual>(LogitQuad<R>{w, tv, dv, x0},
+                               RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q)), x0,
+                               block, residual_bound, target_bound, feed_target, best_residual, best_target);
   } else {
     float p[4], r[4];
     QuadWeights<M, R>(w, tv, dv, x0, in_share, checks, p, r);
