@@ -305,7 +305,6 @@ void Batcher::FormBatchesLocked(absl::Time now, std::vector<FormedBatch>* batche
         best->clients.splice(best->clients.end(), best->clients, client);
       }
     }
-    ++in_flight_;
     in_flight_sequences_ += sequences;
     DeviceLoad& load = loads_[best_device];
     ++load.batches;
@@ -472,8 +471,13 @@ void Batcher::FailFormed(FormedBatch& formed, const absl::Status& status,
   }
 }
 
+int Batcher::InFlightLocked() const {
+  int batches = 0;
+  for (const DeviceLoad& load : loads_) batches += load.batches;
+  return batches;
+}
+
 void Batcher::FinishBatchLocked(int device, int32_t sequences, int64_t work_bytes) {
-  --in_flight_;
   in_flight_sequences_ -= sequences;
   DeviceLoad& load = loads_[device];
   --load.batches;
@@ -709,7 +713,7 @@ void Batcher::StartDrain() {
 bool Batcher::WaitIdle(absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    return queued_sequences_ == 0 && in_flight_ == 0;
+    return queued_sequences_ == 0 && InFlightLocked() == 0;
   };
   return mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
 }
@@ -741,7 +745,7 @@ void Batcher::Stop() {
   }
   Reject(rejections);
   absl::MutexLock lock(&mu_);
-  const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return InFlightLocked() == 0; };
   mu_.Await(absl::Condition(&idle));
 }
 
@@ -758,7 +762,7 @@ int64_t Batcher::queued_sequences(const std::string& client) {
 
 int Batcher::in_flight_batches() {
   absl::MutexLock lock(&mu_);
-  return in_flight_;
+  return InFlightLocked();
 }
 
 int Batcher::in_flight_batches(int device) {

@@ -204,6 +204,8 @@ class Batcher {
   void FailFormed(FormedBatch& formed, const absl::Status& status, RejectReason reason);
   void Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> batch,
                 absl::Status status);
+  // Batches in flight on every device (the sum of loads_' counts).
+  int InFlightLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishBatchLocked(int device, int32_t sequences, int64_t work_bytes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The device in service with a free slot and the least work in flight
@@ -233,7 +235,6 @@ class Batcher {
   // it has none queued, so its size is bounded by the queue, not by how many
   // clients ever connected.
   absl::flat_hash_map<std::string, int64_t> client_queued_ ABSL_GUARDED_BY(mu_);
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;  // all devices
   std::vector<DeviceLoad> loads_ ABSL_GUARDED_BY(mu_);
   int next_device_ ABSL_GUARDED_BY(mu_) = 0;  // where a tie starts
   int64_t in_flight_sequences_ ABSL_GUARDED_BY(mu_) = 0;
