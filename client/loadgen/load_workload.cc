@@ -11,6 +11,12 @@
 #include <sstream>
 
 namespace specverify::loadgen {
+namespace {
+
+// The most bytes a pool of generated requests may hold in the loadgen.
+constexpr int64_t kMaxPoolBytes = int64_t{2} << 30;
+
+}  // namespace
 
 v1::KvReturn ToProto(KvReturnMode mode) {
   switch (mode) {
@@ -75,9 +81,21 @@ absl::StatusOr<v1::VerifyResponse> LoadWorkload::RegionRowsInline(
 absl::StatusOr<std::unique_ptr<GreedyLoadWorkload>> GreedyLoadWorkload::Create(
     const WorkloadConfig& config) {
   const int64_t total = int64_t{config.pool_requests} * config.sequences_per_request;
-  if (total > (int64_t{1} << 24)) {
+  if (total > kMaxGreedyWorkloadSequences) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--pool_requests * --sequences_per_request = ", total, " sequences; the limit is 2^24"));
+        "--pool_requests=", config.pool_requests, " x --sequences_per_request=",
+        config.sequences_per_request, " is ", total, " sequences; the limit is ",
+        kMaxGreedyWorkloadSequences, " (lower --pool_requests)"));
+  }
+  // The pool holds every draft row up to three times (workload, expected
+  // packed rows, messages): keep it bounded like the sampled pool.
+  const int64_t bytes = total * config.gamma_max * config.row_bytes * 3;
+  if (bytes > kMaxPoolBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--pool_requests=", config.pool_requests, " x --sequences_per_request=",
+        config.sequences_per_request, " x up to ", config.gamma_max, " rows of --row_bytes=",
+        config.row_bytes, " would hold ", bytes, " bytes; the limit is ", kMaxPoolBytes,
+        " (lower --pool_requests)"));
   }
   GreedyWorkloadOptions options;
   options.num_sequences = static_cast<int32_t>(total);
@@ -155,7 +173,6 @@ absl::StatusOr<std::unique_ptr<SampledLoadWorkload>> SampledLoadWorkload::Create
   const int64_t row_bytes = int64_t{config.vocab_size} * SampleDtypeBytes(config.dtype);
   const int64_t bytes =
       total * (2 * int64_t{config.gamma_max} + 1) * row_bytes * 2;
-  constexpr int64_t kMaxPoolBytes = int64_t{2} << 30;
   if (bytes > kMaxPoolBytes) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--mode=sampled: --pool_requests=", config.pool_requests, " x --sequences_per_request=",
@@ -289,8 +306,16 @@ absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> TreeLoadWorkload::Create(
     const WorkloadConfig& config) {
   absl::StatusOr<std::pair<TreeShape, int32_t>> shape = TreeShapeOf(config.tree);
   if (!shape.ok()) return shape.status();
+  const int64_t pooled_trees = int64_t{config.pool_requests} * config.sequences_per_request;
+  if (pooled_trees > kMaxBatchSequences) {
+    // The tree generators build one batch's worth of trees.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tree: --pool_requests=", config.pool_requests, " x --sequences_per_request=",
+        config.sequences_per_request, " is ", pooled_trees, " trees; the limit is ",
+        kMaxBatchSequences, " (lower --pool_requests)"));
+  }
   std::unique_ptr<TreeLoadWorkload> load(new TreeLoadWorkload(config));
-  const int32_t trees = config.pool_requests * config.sequences_per_request;
+  const int32_t trees = static_cast<int32_t>(pooled_trees);
   if (config.mode == WorkloadMode::kGreedy) {
     TreeWorkloadOptions o;
     o.num_trees = trees;

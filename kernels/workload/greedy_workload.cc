@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/workload/random.h"
@@ -10,16 +11,23 @@ namespace specverify {
 namespace {
 
 absl::Status ValidateOptions(const GreedyWorkloadOptions& o) {
-  if (o.num_sequences < 1 || o.num_sequences > kMaxBatchSequences) {
+  if (o.num_sequences < 1 || o.num_sequences > kMaxGreedyWorkloadSequences) {
     return absl::InvalidArgumentError(absl::StrCat(
         "num_sequences is ", o.num_sequences, "; must lie in [1, ",
-        kMaxBatchSequences, "]"));
+        kMaxGreedyWorkloadSequences, "]"));
   }
   if (o.gamma_min < 1 || o.gamma_max > kMaxDraftTokens ||
       o.gamma_min > o.gamma_max) {
     return absl::InvalidArgumentError(absl::StrCat(
         "gamma range is [", o.gamma_min, ", ", o.gamma_max,
         "]; must be a non-empty range within [1, ", kMaxDraftTokens, "]"));
+  }
+  // Target tokens take gamma + 1 per sequence, all indexed by int32.
+  const int64_t max_target_tokens = int64_t{o.num_sequences} * (o.gamma_max + 1);
+  if (max_target_tokens > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "num_sequences ", o.num_sequences, " x (gamma_max ", o.gamma_max, " + 1) is ",
+        max_target_tokens, " tokens; must be at most ", std::numeric_limits<int32_t>::max()));
   }
   if (!(o.alpha >= 0.0 && o.alpha <= 1.0)) {
     return absl::InvalidArgumentError(

@@ -17,6 +17,11 @@
 
 namespace specverify {
 
+// A workload is usually cut into many requests (the load generator pools
+// --pool_requests x --sequences_per_request of them), so it is not bound by one
+// batch's kMaxBatchSequences; only its draft rows must fit the int32 offsets.
+inline constexpr int32_t kMaxGreedyWorkloadSequences = int32_t{1} << 24;
+
 struct GreedyWorkloadOptions {
   int32_t num_sequences = 32;
   // gamma is drawn uniformly per sequence from [gamma_min, gamma_max];

@@ -5,12 +5,14 @@ if(NOT TARGET specverify_loadgen_core)
 endif()
 set(SPECVERIFY_LOADGEN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
-# Pure units: histogram, schedules, flags, report, exit codes, /metrics parsing.
+# Pure units: histogram, schedules, flags, request pools, report, exit codes,
+# /metrics parsing.
 specverify_test(loadgen_unit_test
   SOURCES
     ${SPECVERIFY_LOADGEN_TEST_DIR}/config_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/exit_code_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/histogram_test.cc
+    ${SPECVERIFY_LOADGEN_TEST_DIR}/load_workload_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/metrics_scrape_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/report_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/schedule_test.cc

@@ -1,6 +1,7 @@
 // The generator builds what seed 000 §2.4 describes and is reproducible.
 #include "kernels/workload/greedy_workload.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gmock/gmock.h"
@@ -112,6 +113,25 @@ TEST(GreedyWorkloadTest, NothingAcceptedAndNoRowsNeedNoCopies) {
   EXPECT_EQ(static_cast<uint32_t>(outputs.accepted_lengths[0]), 0xABABABABu);
 }
 
+// The load generator pools many requests' sequences into one workload
+// (--pool_requests x --sequences_per_request, e.g. 32 x 256 for region
+// returns at concurrency 32): more than one batch may hold, same prefix.
+TEST(GreedyWorkloadTest, AWorkloadMayHoldMoreSequencesThanOneBatch) {
+  GreedyWorkloadOptions o;
+  o.num_sequences = kMaxBatchSequences;
+  o.row_bytes = 4;
+  absl::StatusOr<GreedyWorkload> batch = GenerateGreedyWorkload(o);
+  o.num_sequences = 2 * kMaxBatchSequences;
+  absl::StatusOr<GreedyWorkload> pool = GenerateGreedyWorkload(o);
+  ASSERT_TRUE(batch.ok());
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  EXPECT_EQ(pool->num_sequences(), 2 * kMaxBatchSequences);
+  for (int32_t i = 0; i < kMaxBatchSequences; ++i) {
+    ASSERT_TRUE(std::ranges::equal(pool->draft_tokens_of(i), batch->draft_tokens_of(i))) << i;
+    ASSERT_EQ(pool->expected.accepted_lengths[i], batch->expected.accepted_lengths[i]) << i;
+  }
+}
+
 TEST(GreedyWorkloadTest, RejectsOutOfRangeOptions) {
   GreedyWorkloadOptions o;
   o.alpha = 1.5;
@@ -121,6 +141,18 @@ TEST(GreedyWorkloadTest, RejectsOutOfRangeOptions) {
   o.gamma_max = 257;
   EXPECT_THAT(GenerateGreedyWorkload(o),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("gamma")));
+  o = {};
+  o.num_sequences = 0;
+  EXPECT_THAT(GenerateGreedyWorkload(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_sequences")));
+  o.num_sequences = kMaxGreedyWorkloadSequences + 1;
+  EXPECT_THAT(GenerateGreedyWorkload(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("num_sequences")));
+  o = {};
+  o.num_sequences = kMaxGreedyWorkloadSequences;  // x 257 target tokens > int32
+  o.gamma_max = 256;
+  EXPECT_THAT(GenerateGreedyWorkload(o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("must be at most 2147483647")));
   o = {};
   o.vocab_size = 1;
   EXPECT_THAT(GenerateGreedyWorkload(o),
