@@ -71,4 +71,23 @@ absl::Status CudaDeviceRegion::CopyOut(int64_t offset, void* host, int64_t bytes
   return absl::OkStatus();
 }
 
+absl::Status CudaDeviceRegion::CopyWithin(int64_t from, int64_t to, int64_t bytes) {
+  const auto inside = [&](int64_t offset) {
+    return offset >= 0 && bytes >= 0 && offset <= size_ && bytes <= size_ - offset;
+  };
+  if (!inside(from) || !inside(to)) return absl::OutOfRangeError("copy outside the CUDA region");
+  if (from < to + bytes && to < from + bytes) {
+    return absl::InvalidArgumentError("overlapping copy inside the CUDA region");
+  }
+  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+    return CudaError(e, "cudaSetDevice (the CUDA region's device)");
+  }
+  if (cudaError_t e = cudaMemcpy(data_ + to, data_ + from, static_cast<size_t>(bytes),
+                                 cudaMemcpyDeviceToDevice);
+      e != cudaSuccess) {
+    return CudaError(e, "cudaMemcpy (inside the CUDA region)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace specverify::client

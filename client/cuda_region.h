@@ -35,6 +35,9 @@ class CudaDeviceRegion {
   // Synchronous copies between this region and host memory.
   absl::Status CopyIn(int64_t offset, const void* host, int64_t bytes);
   absl::Status CopyOut(int64_t offset, void* host, int64_t bytes) const;
+  // Synchronous copy of `bytes` from `from` to `to` inside the region
+  // (device to device; the stretches must not overlap).
+  absl::Status CopyWithin(int64_t from, int64_t to, int64_t bytes);
 
  private:
   CudaDeviceRegion(int device, std::byte* data, int64_t size, std::string handle)

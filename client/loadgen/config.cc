@@ -219,6 +219,12 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
   if (w.row_bytes < 0) return FlagError("row_bytes", "must be >= 0");
   if (w.vocab_size < 2) return FlagError("vocab", "must be >= 2");
   if (w.pool_requests < 1) return FlagError("pool_requests", "must be >= 1");
+  if (w.region_copies < 1 || w.region_copies > 4096) {
+    return FlagError("region_copies", absl::StrCat("is ", w.region_copies, "; must lie in [1, 4096]"));
+  }
+  if (w.region_copies > 1 && w.transport == Transport::kInline) {
+    return FlagError("region_copies", "needs --transport=shm or --transport=cuda");
+  }
   if (!(w.fetch_kv_fraction >= 0 && w.fetch_kv_fraction <= 1)) {
     return FlagError("fetch_kv_fraction", "must be in [0, 1]");
   }
@@ -230,16 +236,16 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
       return FlagError("kv_return", "region needs --transport=shm or --transport=cuda");
     }
     if (w.row_bytes == 0) return FlagError("kv_return", "region needs --row_bytes > 0");
-    // Each pool entry owns its output rows: no two requests in flight may
-    // share an entry.
+    // Each pool entry (in each copy of the region) owns its output rows: no
+    // two requests in flight may share one.
     const int64_t in_flight = c.mode == LoopMode::kClosed
                                   ? *std::max_element(c.concurrency.begin(), c.concurrency.end())
                                   : c.max_outstanding;
-    if (w.pool_requests < in_flight) {
+    if (int64_t{w.pool_requests} * w.region_copies < in_flight) {
       return FlagError("pool_requests",
-                       absl::StrCat("is ", w.pool_requests, "; --kv_return=region needs at least ",
-                                    "the requests in flight (", in_flight,
-                                    ": the largest --concurrency, or --max_outstanding)"));
+                       absl::StrCat("is ", w.pool_requests, " x --region_copies=", w.region_copies,
+                                    "; --kv_return=region needs at least the requests in flight (",
+                                    in_flight, ": the largest --concurrency, or --max_outstanding)"));
     }
   }
   if (w.fetch_kv_fraction > 0 && w.row_bytes == 0) {

@@ -64,6 +64,12 @@ struct WorkloadConfig {
   // acceptance per level.
   std::string tree;
   int32_t cuda_device = 0;  // --transport=cuda: where the loadgen's region lives
+  // --transport=shm|cuda: the region holds the pool's tensors this many
+  // times and request i reads copy (i / pool_requests) % region_copies, so
+  // requests in flight read different memory (as a worker's do) without
+  // generating more of them; with --kv_return=region each copy has its own
+  // output rows.
+  int32_t region_copies = 1;
   // Fetch (and release) the KV rows of this fraction of the answers and
   // compare them byte for byte with the oracle. 0 = never.
   double fetch_kv_fraction = 0.0;

@@ -52,12 +52,43 @@ int64_t LoadWorkload::RegionBytesNeeded(bool return_into_region) const {
   return total + kAlign;
 }
 
+namespace {
+
+// Points every region reference of `request` `delta` bytes further on.
+void ShiftRegionRefs(v1::VerifyRequest* request, int64_t delta) {
+  const auto shift = [delta](v1::TensorRef* ref) { ref->set_offset_bytes(ref->offset_bytes() + delta); };
+  for (v1::SequenceDraft& seq : *request->mutable_sequences()) {
+    if (seq.has_draft_kv_ref()) shift(seq.mutable_draft_kv_ref());
+    if (seq.has_sampled()) {
+      v1::SampledTarget* st = seq.mutable_sampled();
+      if (st->has_target() && st->target().has_values_ref()) {
+        shift(st->mutable_target()->mutable_values_ref());
+      }
+      if (st->has_draft() && st->draft().has_values_ref()) {
+        shift(st->mutable_draft()->mutable_values_ref());
+      }
+    }
+  }
+  if (request->has_kv_output()) shift(request->mutable_kv_output());
+}
+
+}  // namespace
+
 absl::Status LoadWorkload::UseRegion(RegionTransport* region, bool return_into_region) {
   region_ = region;
   return_into_region_ = return_into_region;
   for (v1::VerifyRequest& r : requests_) {
     if (absl::Status s = region->writer().MoveInputsToRegion(&r, return_into_region); !s.ok()) {
       return s;
+    }
+  }
+  pool_slots_ = pool_size();
+  requests_.reserve(static_cast<size_t>(pool_slots_ * region->copies()));
+  for (int32_t k = 1; k < region->copies(); ++k) {
+    for (int64_t slot = 0; slot < pool_slots_; ++slot) {
+      v1::VerifyRequest copy = requests_[static_cast<size_t>(slot)];
+      ShiftRegionRefs(&copy, k * region->stretch_bytes());
+      requests_.push_back(std::move(copy));
     }
   }
   return region->Publish();
@@ -130,7 +161,7 @@ bool GreedyLoadWorkload::ReturnsKvHandle() const {
 
 AnswerCheck GreedyLoadWorkload::Check(int64_t i, const v1::VerifyResponse& response,
                                       std::optional<std::span<const std::byte>> fetched_kv) const {
-  const int32_t slot = static_cast<int32_t>(i % pool_size());
+  const int32_t slot = static_cast<int32_t>(i % pool_slots());
   client::GreedyCheckOptions options;
   options.first_sequence = slot * config_.sequences_per_request;
   options.num_sequences = config_.sequences_per_request;
@@ -216,7 +247,7 @@ bool SampledLoadWorkload::ReturnsKvHandle() const {
 
 AnswerCheck SampledLoadWorkload::Check(int64_t i, const v1::VerifyResponse& response,
                                        std::optional<std::span<const std::byte>> fetched_kv) const {
-  const int32_t slot = static_cast<int32_t>(i % pool_size());
+  const int32_t slot = static_cast<int32_t>(i % pool_slots());
   const int32_t first = slot * config_.sequences_per_request;
   AnswerCheck check;
   check.verified = response.verified();
@@ -369,7 +400,7 @@ bool TreeLoadWorkload::ReturnsKvHandle() const {
 
 AnswerCheck TreeLoadWorkload::Check(int64_t i, const v1::VerifyResponse& response,
                                     std::optional<std::span<const std::byte>> fetched_kv) const {
-  const int32_t slot = static_cast<int32_t>(i % pool_size());
+  const int32_t slot = static_cast<int32_t>(i % pool_slots());
   const int32_t per = config_.sequences_per_request;
   AnswerCheck check;
   check.verified = response.verified();

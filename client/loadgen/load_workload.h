@@ -42,19 +42,25 @@ class LoadWorkload {
  public:
   virtual ~LoadWorkload() = default;
 
-  // Requests are drawn from a fixed pool; request number i uses slot
-  // i % pool_size(). The returned message lives as long as the workload.
+  // Requests are drawn from a fixed pool; request number i is the message
+  // i % pool_size(), which asks what pool slot i % pool_slots() asks (the
+  // messages outnumber the slots when a region holds several copies of the
+  // slots' tensors). The returned message lives as long as the workload.
   int64_t pool_size() const { return static_cast<int64_t>(requests_.size()); }
+  int64_t pool_slots() const { return pool_slots_ > 0 ? pool_slots_ : pool_size(); }
   const v1::VerifyRequest& Request(int64_t i) const {
     return requests_[static_cast<size_t>(i % pool_size())];
   }
 
   // --transport=shm|cuda: bytes a region needs to hold every pool request's
-  // tensors (and, with `return_into_region`, their output rows).
+  // tensors (and, with `return_into_region`, their output rows) once.
   int64_t RegionBytesNeeded(bool return_into_region) const;
   // Moves every pool request's tensors into `region` (which must outlive the
   // workload's checks); with `return_into_region` each request gets its own
-  // output rows there and answers are checked from them.
+  // output rows there and answers are checked from them. A region of
+  // several copies (--region_copies) adds one message per slot and copy,
+  // reading (and writing) that copy: request i uses copy
+  // (i / pool_slots()) % copies.
   absl::Status UseRegion(RegionTransport* region, bool return_into_region);
 
   // Checks the answer to request number i. `fetched_kv`, when given, are the
@@ -77,6 +83,7 @@ class LoadWorkload {
  private:
   RegionTransport* region_ = nullptr;
   bool return_into_region_ = false;
+  int64_t pool_slots_ = 0;  // 0: one message per slot
 };
 
 // Greedy verification drafts from GenerateGreedyWorkload, checked with the

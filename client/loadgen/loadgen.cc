@@ -149,7 +149,7 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
     const bool return_into_region = config.workload.kv_return == KvReturnMode::kRegion;
     absl::StatusOr<std::unique_ptr<RegionTransport>> made = RegionTransport::Create(
         config.workload.transport, (*workload)->RegionBytesNeeded(return_into_region),
-        config.workload.cuda_device);
+        config.workload.region_copies, config.workload.cuda_device);
     if (!made.ok()) return made.status();
     region = *std::move(made);
     if (absl::Status s = (*workload)->UseRegion(region.get(), return_into_region); !s.ok()) {

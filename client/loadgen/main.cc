@@ -66,6 +66,9 @@ ABSL_FLAG(std::string, transport, "inline",
           "Where payload travels: inline (in the messages), shm (a POSIX shared-memory region the "
           "loadgen registers) or cuda (CUDA memory exported by IPC; a CUDA build and a GPU)");
 ABSL_FLAG(int32_t, cuda_device, 0, "--transport=cuda: the GPU of the loadgen's region");
+ABSL_FLAG(int32_t, region_copies, 1,
+          "--transport=shm|cuda: copies of the pool's tensors in the region; request i reads "
+          "copy (i / --pool_requests) % N, so requests in flight read different memory");
 ABSL_FLAG(std::string, tree, "",
           "Token-tree drafts instead of chains: WIDTHxDEPTH (full tree), random:N, medusa, eagle, "
           "or file:PATH (Medusa-style path list); --alpha is the acceptance per level. Sampled "
@@ -207,6 +210,7 @@ int main(int argc, char** argv) {
   if (!transport.ok()) return Fail(transport.status());
   config.workload.transport = *transport;
   config.workload.cuda_device = absl::GetFlag(FLAGS_cuda_device);
+  config.workload.region_copies = absl::GetFlag(FLAGS_region_copies);
   config.workload.tree = absl::GetFlag(FLAGS_tree);
   config.workload.release_kv = absl::GetFlag(FLAGS_release_kv);
   config.workload.fetch_kv_fraction =

@@ -22,10 +22,19 @@ namespace {
 
 class ShmTransport final : public RegionTransport {
  public:
-  explicit ShmTransport(std::unique_ptr<client::SharedMemoryRegion> shm) : shm_(std::move(shm)) {
-    writer_ = std::make_unique<client::RegionWriter>(RegionName(), shm_->data(), shm_->size());
+  ShmTransport(std::unique_ptr<client::SharedMemoryRegion> shm, int64_t stretch_bytes,
+               int32_t copies)
+      : RegionTransport(stretch_bytes, copies), shm_(std::move(shm)) {
+    writer_ = std::make_unique<client::RegionWriter>(RegionName(), shm_->data(), stretch_bytes);
   }
-  absl::Status Publish() override { return absl::OkStatus(); }  // the servers map it as it is
+  // The servers map the memory as it is; only the copies need writing.
+  absl::Status Publish() override {
+    for (int32_t k = 1; k < copies_; ++k) {
+      std::memcpy(shm_->data() + k * stretch_bytes_, shm_->data(),
+                  static_cast<size_t>(writer_->used()));
+    }
+    return absl::OkStatus();
+  }
   v1::RegisterRegionRequest Registration() const override {
     return shm_->Registration(RegionName());
   }
@@ -41,12 +50,22 @@ class ShmTransport final : public RegionTransport {
 #if defined(SPECVERIFY_LOADGEN_CUDA)
 class CudaTransport final : public RegionTransport {
  public:
-  CudaTransport(std::unique_ptr<client::CudaDeviceRegion> device, int64_t bytes)
-      : device_(std::move(device)), image_(static_cast<size_t>(bytes)) {
-    writer_ = std::make_unique<client::RegionWriter>(RegionName(), image_.data(), bytes);
+  CudaTransport(std::unique_ptr<client::CudaDeviceRegion> device, int64_t stretch_bytes,
+                int32_t copies)
+      : RegionTransport(stretch_bytes, copies),
+        device_(std::move(device)),
+        image_(static_cast<size_t>(stretch_bytes)) {
+    writer_ = std::make_unique<client::RegionWriter>(RegionName(), image_.data(), stretch_bytes);
   }
+  // One copy over the bus, the others on the device.
   absl::Status Publish() override {
-    return device_->CopyIn(0, image_.data(), writer_->used());
+    if (absl::Status s = device_->CopyIn(0, image_.data(), writer_->used()); !s.ok()) return s;
+    for (int32_t k = 1; k < copies_; ++k) {
+      if (absl::Status s = device_->CopyWithin(0, k * stretch_bytes_, writer_->used()); !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
   }
   v1::RegisterRegionRequest Registration() const override {
     return device_->Registration(RegionName());
@@ -65,20 +84,28 @@ class CudaTransport final : public RegionTransport {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<RegionTransport>> RegionTransport::Create(Transport kind,
-                                                                         int64_t bytes,
+                                                                         int64_t stretch_bytes,
+                                                                         int32_t copies,
                                                                          int device) {
+  constexpr int64_t kPage = 4096;
+  if (stretch_bytes < 1 || copies < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("a region of ", copies, " stretches of ",
+                                                   stretch_bytes, " bytes"));
+  }
+  const int64_t stretch = (stretch_bytes + kPage - 1) / kPage * kPage;
+  const int64_t bytes = stretch * copies;
   if (kind == Transport::kShm) {
     absl::StatusOr<std::unique_ptr<client::SharedMemoryRegion>> shm =
         client::SharedMemoryRegion::Create(absl::StrCat("specverify-loadgen-", getpid()), bytes);
     if (!shm.ok()) return shm.status();
-    return std::unique_ptr<RegionTransport>(new ShmTransport(*std::move(shm)));
+    return std::unique_ptr<RegionTransport>(new ShmTransport(*std::move(shm), stretch, copies));
   }
   if (kind == Transport::kCuda) {
 #if defined(SPECVERIFY_LOADGEN_CUDA)
     absl::StatusOr<std::unique_ptr<client::CudaDeviceRegion>> region =
         client::CudaDeviceRegion::Create(device, bytes);
     if (!region.ok()) return region.status();
-    return std::unique_ptr<RegionTransport>(new CudaTransport(*std::move(region), bytes));
+    return std::unique_ptr<RegionTransport>(new CudaTransport(*std::move(region), stretch, copies));
 #else
     (void)device;
     return absl::FailedPreconditionError(

@@ -20,17 +20,25 @@ namespace specverify::loadgen {
 
 class RegionTransport {
  public:
-  // A region of `bytes` of `kind` (kShm or kCuda; kCuda needs a loadgen
-  // built with CUDA and a GPU on cuda:`device`).
-  static absl::StatusOr<std::unique_ptr<RegionTransport>> Create(Transport kind, int64_t bytes,
-                                                                 int device);
+  // A region of `kind` (kShm or kCuda; kCuda needs a loadgen built with CUDA
+  // and a GPU on cuda:`device`) made of `copies` stretches of at least
+  // `stretch_bytes` each (rounded up to whole pages). The writer lays out
+  // the first stretch; Publish copies it into the others, so requests can
+  // read the same bytes from `copies` different addresses (as the requests
+  // in flight of a real worker read different memory).
+  static absl::StatusOr<std::unique_ptr<RegionTransport>> Create(Transport kind,
+                                                                 int64_t stretch_bytes,
+                                                                 int32_t copies, int device);
   virtual ~RegionTransport() = default;
 
   // Where requests are laid out (host memory: the region itself for shm, an
-  // image that Publish copies to the device for cuda).
+  // image that Publish copies to the device for cuda); it spans one stretch.
   client::RegionWriter& writer() { return *writer_; }
-  // Makes what the writer laid out visible to the servers.
+  // Makes what the writer laid out visible to the servers, in every stretch.
   virtual absl::Status Publish() = 0;
+  // Offset of stretch k is k * stretch_bytes().
+  int64_t stretch_bytes() const { return stretch_bytes_; }
+  int32_t copies() const { return copies_; }
   virtual v1::RegisterRegionRequest Registration() const = 0;
   // `bytes` at `offset` as the servers see them now.
   virtual absl::Status Read(int64_t offset, int64_t bytes, std::string* out) const = 0;
@@ -40,7 +48,11 @@ class RegionTransport {
   static const std::string& RegionName();
 
  protected:
+  RegionTransport(int64_t stretch_bytes, int32_t copies)
+      : stretch_bytes_(stretch_bytes), copies_(copies) {}
   std::unique_ptr<client::RegionWriter> writer_;
+  const int64_t stretch_bytes_;
+  const int32_t copies_;
 };
 
 }  // namespace specverify::loadgen

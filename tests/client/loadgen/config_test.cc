@@ -78,6 +78,16 @@ TEST(LoadgenConfigTest, ValidationNamesTheFlag) {
   EXPECT_THAT(ValidateConfig(metrics),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--metrics_url")));
 
+  LoadgenConfig copies = c;
+  copies.workload.region_copies = 2;  // inline transport: no region to copy
+  EXPECT_THAT(ValidateConfig(copies),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--region_copies")));
+  copies.workload.transport = Transport::kShm;
+  EXPECT_TRUE(ValidateConfig(copies).ok());
+  copies.workload.region_copies = 0;
+  EXPECT_THAT(ValidateConfig(copies),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--region_copies")));
+
   LoadgenConfig duration = c;
   duration.duration_s = 0;
   EXPECT_THAT(ValidateConfig(duration),

@@ -4,10 +4,14 @@
 // the flags to change, before anything is generated.
 #include "client/loadgen/load_workload.h"
 
+#include <set>
+#include <string>
+
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "client/loadgen/region_transport.h"
 #include "kernels/layout/ragged_batch.h"
 #include "tests/testing/status_matchers.h"
 
@@ -49,6 +53,46 @@ TEST(LoadWorkloadTest, AGreedyPoolMayHoldMoreSequencesThanOneBatch) {
     return tokens;
   };
   EXPECT_NE(drafts(31), drafts(0));
+}
+
+// A region of three copies: each pool slot gets a message per copy whose
+// references point into that copy, the copies hold the same bytes, and
+// every message has its own output rows.
+TEST(LoadWorkloadTest, RegionCopiesShiftEveryReferenceIntoTheirCopy) {
+  WorkloadConfig config = GreedyPool(2, 3, 256);
+  config.kv_return = KvReturnMode::kRegion;
+  config.transport = Transport::kShm;
+  absl::StatusOr<std::unique_ptr<LoadWorkload>> load = CreateLoadWorkload(config);
+  ASSERT_TRUE(load.ok()) << load.status();
+  absl::StatusOr<std::unique_ptr<RegionTransport>> region = RegionTransport::Create(
+      Transport::kShm, (*load)->RegionBytesNeeded(/*return_into_region=*/true), 3, 0);
+  ASSERT_TRUE(region.ok()) << region.status();
+  ASSERT_TRUE((*load)->UseRegion(region->get(), /*return_into_region=*/true).ok());
+
+  ASSERT_EQ((*load)->pool_slots(), 2);
+  ASSERT_EQ((*load)->pool_size(), 6);
+  const int64_t stretch = (*region)->stretch_bytes();
+  std::set<int64_t> outputs;
+  for (int64_t i = 0; i < 6; ++i) {
+    const v1::VerifyRequest& base = (*load)->Request(i % 2);
+    const v1::VerifyRequest& copy = (*load)->Request(i);
+    const int64_t shift = (i / 2) * stretch;
+    ASSERT_EQ(copy.sequences_size(), base.sequences_size());
+    for (int s = 0; s < copy.sequences_size(); ++s) {
+      const v1::TensorRef& ref = copy.sequences(s).draft_kv_ref();
+      EXPECT_EQ(ref.offset_bytes(), base.sequences(s).draft_kv_ref().offset_bytes() + shift);
+      EXPECT_EQ(copy.sequences(s).draft_tokens(0), base.sequences(s).draft_tokens(0));
+      std::string in_copy, in_base;
+      const int64_t bytes = copy.sequences(s).draft_tokens_size() * 256;
+      ASSERT_TRUE((*region)->Read(ref.offset_bytes(), bytes, &in_copy).ok());
+      ASSERT_TRUE((*region)->Read(base.sequences(s).draft_kv_ref().offset_bytes(), bytes,
+                                  &in_base).ok());
+      EXPECT_EQ(in_copy, in_base) << "message " << i << ", sequence " << s;
+    }
+    EXPECT_EQ(copy.kv_output().offset_bytes(), base.kv_output().offset_bytes() + shift);
+    outputs.insert(copy.kv_output().offset_bytes());
+  }
+  EXPECT_EQ(outputs.size(), 6u);
 }
 
 TEST(LoadWorkloadTest, AGreedyPoolTooLargeForTheLoadgenNamesTheFlags) {

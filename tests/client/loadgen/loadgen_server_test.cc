@@ -319,6 +319,35 @@ TEST_F(LoadgenServerTest, TreeDraftsGreedyAndSampled) {
   EXPECT_THAT(RunLoadgen(bad).status().message(), ::testing::HasSubstr("WIDTHxDEPTH"));
 }
 
+// --region_copies: two pool entries laid out four times serve eight
+// requests in flight, each reading its rows from, and getting its packed
+// rows into, its own copy; every answer is checked from its copy's bytes.
+TEST_F(LoadgenServerTest, RegionCopiesGiveEveryRequestInFlightItsOwnRows) {
+  LoadgenConfig c = BaseConfig();
+  c.workload.transport = Transport::kShm;
+  c.workload.kv_return = KvReturnMode::kRegion;
+  c.workload.pool_requests = 2;
+  c.workload.region_copies = 4;
+  c.concurrency = {8};
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, kRequestsPerStep, 4);
+
+  LoadgenConfig s = BaseConfig();
+  s.workload.mode = WorkloadMode::kSampled;
+  s.workload.transport = Transport::kShm;
+  s.workload.kind = SampleValueKind::kLogits;
+  s.workload.vocab_size = 1024;
+  s.workload.row_bytes = 0;
+  s.workload.kv_return = KvReturnMode::kNone;
+  s.workload.pool_requests = 1;
+  s.workload.region_copies = 3;
+  s.requests = 60;
+  auto sampled = RunLoadgen(s);
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  ExpectCorrectAndConsistent(*sampled, 60, 4);
+}
+
 TEST_F(LoadgenServerTest, RegionReturnNeedsARegionTransportAndEnoughPoolEntries) {
   LoadgenConfig c = BaseConfig();
   c.workload.kv_return = KvReturnMode::kRegion;
@@ -326,6 +355,11 @@ TEST_F(LoadgenServerTest, RegionReturnNeedsARegionTransportAndEnoughPoolEntries)
   c.workload.transport = Transport::kShm;
   c.concurrency = {256};
   EXPECT_THAT(RunLoadgen(c).status().message(), ::testing::HasSubstr("pool_requests"));
+  c.workload.region_copies = 2;  // 128 entries x 2 copies: enough
+  c.requests = 300;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, 300, 4);
 }
 
 // A server driving two executors (issue #16; two CPU executors stand in for
