@@ -43,7 +43,8 @@
 # Environment: DURATION (s per step, default 4), CONCURRENCY (requests in
 # flight per loadgen, a list: one step each, default 16,32,64), LOADS
 # (default "logits sampled greedy"), REGION_COPIES (copies of each sampled
-# loadgen's rows in its region, default the largest CONCURRENCY), SKIP_TESTS=1.
+# loadgen's rows in its region, default the largest CONCURRENCY), CONFIGS
+# ("one two"; "one" alone measures the baseline), SKIP_TESTS=1.
 set -uo pipefail
 if [ $# -ne 2 ]; then
   echo "usage: $0 <bundle-dir> <out-dir>" >&2
@@ -57,6 +58,7 @@ duration=${DURATION:-4}
 concurrencies=$(echo "${CONCURRENCY:-16,32,64}" | tr ',' ' ')
 max_concurrency=$(echo $concurrencies | tr ' ' '\n' | sort -n | tail -1)
 loads=${LOADS:-logits sampled greedy}
+configs=${CONFIGS:-one two}
 status=0
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 {
@@ -145,7 +147,7 @@ sampled=(--mode=sampled --gamma=8 --sequences-per-request=32 --vocab=151936 --ro
          --dtype=fp32 --kind=probs --kv-return=none --pool-requests=2)
 # Region returns need a pool entry per request in flight (added per step).
 greedy=(--gamma=8 --sequences-per-request=256 --row-bytes=4096 --kv-return=region)
-for config in one two; do
+for config in $configs; do
   if [ $config = one ]; then device=cuda:0; b=0; else device=$two; b=$second_worker; fi
   start_server "$config" 50601 --device="$device" || exit 1
   for load in $loads; do
@@ -174,7 +176,7 @@ for config in one two; do
   stop_servers
 done
 
-python3 - "$out" "$what" "$loads" "$concurrencies" > "$out/multi.md" <<'PY' || { echo "multi: wrong answers, RPC errors or a missing run"; status=1; }
+python3 - "$out" "$what" "$loads" "$concurrencies" "$configs" > "$out/multi.md" <<'PY' || { echo "multi: wrong answers, RPC errors or a missing run"; status=1; }
 import json, os, sys
 out, what = sys.argv[1], sys.argv[2]
 def load(tag):
@@ -244,7 +246,7 @@ for load_name in sys.argv[3].split():
     best = {}
     for c in sys.argv[4].split():
         base = None
-        for config in ("one", "two"):
+        for config in sys.argv[5].split():
             tag = f"{load_name}-{config}-c{c}"
             try:
                 total, seq, wrong, errors, devices = load(tag)
