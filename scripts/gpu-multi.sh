@@ -159,9 +159,9 @@ for config in $configs; do
         step_args+=(--pool-requests="$c")
       else
         # Every request in flight reads its own copy of the rows, as a
-        # worker's requests do: with one pooled request read by all, two
-        # batches running side by side on a GPU could share its L2 and the
-        # one-GPU baseline moved by 40% between runs (3.0k-4.3k req/s).
+        # worker's requests do, not one pooled request's rows. (This did
+        # not steady the one-GPU rate: on one H200 it still moved between
+        # 3.1k and 3.7k req/s from step to step, copies or not.)
         step_args+=(--region-copies="$copies")
       fi
       nvidia-smi --query-gpu=index,utilization.gpu --format=csv,noheader,nounits -lms 250 \
