@@ -583,9 +583,11 @@ __device__ __forceinline__ T FilterBlockScan(T v, T* warp_totals, T& total) {
   return base + exclusive;
 }
 
-// Calls f(x, z) for every element of the row, four quads per thread in flight.
+// Calls f(x0, z, n) for every quad of the row, four quads per thread in
+// flight: z holds elements x0 .. x0 + 3, of which the first n are the row's
+// (n < 4 only in the last quad when V % 4 != 0; the rest are -inf).
 template <SampleDtype D, typename F>
-__device__ __forceinline__ void ForEachRowValue(const void* row_ptr, int32_t v, F&& f) {
+__device__ __forceinline__ void ForEachRowQuad(const void* row_ptr, int32_t v, F&& f) {
   const bool vector_ok = v % 4 == 0;
   const int32_t quads = (v + 3) / 4;
   constexpr int kUnroll = 4;
@@ -599,14 +601,24 @@ __device__ __forceinline__ void ForEachRowValue(const void* row_ptr, int32_t v, 
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int32_t q = q0 + u * kFilterThreads;
-      if (q < quads) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          if (4 * q + i < v) f(4 * q + i, z[u][i]);
-        }
-      }
+      if (q < quads) f(4 * q, z[u], min(4, v - 4 * q));
     }
   }
+}
+
+// Calls f(x, z) for every element of the row, in ForEachRowQuad's order.
+// Whole quads take no per-element bounds test: as a branch per element it
+// was a good part of the filter passes' instructions.
+template <SampleDtype D, typename F>
+__device__ __forceinline__ void ForEachRowValue(const void* row_ptr, int32_t v, F&& f) {
+  ForEachRowQuad<D>(row_ptr, v, [&](int32_t x0, const float (&z)[4], int n) {
+    if (n == 4) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) f(x0 + i, z[i]);
+    } else {
+      for (int i = 0; i < n; ++i) f(x0 + i, z[i]);
+    }
+  });
 }
 
 // One 8-bit digit of a radix search, chosen by warp 0 from sh.digit_count
@@ -851,11 +863,17 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
       __syncthreads();
       const bool row_mass = top_p && !top_k;
       double mass = 0.0;
-      ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
-        const uint32_t bin = OrderedKey(z) >> kFilterBinShift;
-        atomicAdd(&sh.bin_count[bin], 1u);
-        if (row_mass) mass += static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale));
-      });
+      // Two loops, so that the common one (top-k) carries no mass test.
+      if (row_mass) {
+        ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
+          atomicAdd(&sh.bin_count[OrderedKey(z) >> kFilterBinShift], 1u);
+          mass += static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale));
+        });
+      } else {
+        ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
+          atomicAdd(&sh.bin_count[OrderedKey(z) >> kFilterBinShift], 1u);
+        });
+      }
       if (row_mass) {
         double total;
         FilterBlockScan<double>(mass, sh.warp_d, total);
@@ -907,13 +925,25 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
       const uint32_t cut_bin = static_cast<uint32_t>(kFilterBins - 1 - cut);
       if (cut >= 0 && sh.num_candidates <= kFilterCandidates) {
         // 3. The candidates: every element of bins >= the cut.
-        ForEachRowValue<D>(row_ptr, v, [&](int32_t x, float z) {
-          const uint32_t key = OrderedKey(z);
-          if ((key >> kFilterBinShift) >= cut_bin) {
-            const uint32_t i = atomicAdd(&sh.cursor, 1u);
-            sh.cand_key[i] = key;
-            sh.cand_weight[i] = rejection::ScaledLogitWeight(z, row_max, scale);
-            sh.cand_index[i] = x;
+        // One test per quad: candidates are rare, a branch per element was
+        // most of this pass's instructions.
+        ForEachRowQuad<D>(row_ptr, v, [&](int32_t x0, const float (&z)[4], int n) {
+          uint32_t key[4];
+          bool any = false;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            key[i] = OrderedKey(z[i]);
+            any = any || (i < n && (key[i] >> kFilterBinShift) >= cut_bin);
+          }
+          if (!any) return;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            if (i < n && (key[i] >> kFilterBinShift) >= cut_bin) {
+              const uint32_t c = atomicAdd(&sh.cursor, 1u);
+              sh.cand_key[c] = key[i];
+              sh.cand_weight[c] = rejection::ScaledLogitWeight(z[i], row_max, scale);
+              sh.cand_index[c] = x0 + i;
+            }
           }
         });
         candidates = true;
