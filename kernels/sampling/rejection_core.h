@@ -85,6 +85,30 @@ SV_HD float LogitWeight(float z, float row_max, float inv_t) {
   return ScaledLogitWeight(z, row_max, LogitScale(inv_t));
 }
 
+// Top-p masses in fixed point (docs/SAMPLING.md): a weight w in [0, 1] (the
+// row maximum weighs 1) counts floor(w * 2^40) units. Integer sums do not
+// depend on their order, so the GPU's histogram atomics and the CPU's sorted
+// sum decide every top-p boundary alike, on every run; 2^20 tokens (the
+// vocabulary limit) sum below 2^60.
+SV_HD uint64_t TopPMassUnits(float weight) {
+  const float scaled = detmath::Mul(weight, 1099511627776.0f);  // 2^40: exact
+#if defined(__CUDA_ARCH__)
+  return __float2ull_rz(scaled);
+#else
+  return static_cast<uint64_t>(scaled);
+#endif
+}
+
+// The top-p budget in units: floor(top_p * kept), the product in double.
+SV_HD uint64_t TopPBudgetUnits(float top_p, uint64_t kept_units) {
+  const double budget = detmath::MulD(static_cast<double>(top_p), static_cast<double>(kept_units));
+#if defined(__CUDA_ARCH__)
+  return __double2ull_rz(budget);
+#else
+  return static_cast<uint64_t>(budget);
+#endif
+}
+
 // Seed 001: sigmoid((z / T - alpha) / (beta - alpha)).
 SV_HD float SigmoidValue(float z, float inv_t, float alpha, float beta_minus_alpha) {
   const float s = detmath::Div(detmath::Sub(detmath::Mul(z, inv_t), alpha), beta_minus_alpha);

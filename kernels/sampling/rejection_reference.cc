@@ -108,7 +108,8 @@ RowNormalizer Normalize(const RejectionBatchInput& in, const std::function<float
 // Top-k then top-p (docs/SAMPLING.md): keeps z >= threshold, where top-k's
 // threshold is the k-th largest logit (ties kept) and top-p then keeps a
 // logit value iff the mass of strictly larger kept logits is < top_p of the
-// kept mass. Recomputes the normalizer over the kept tokens.
+// kept mass (masses in TopPMassUnits). Recomputes the normalizer over the
+// kept tokens.
 void Filter(const RejectionBatchInput& in, const std::function<float(int32_t)>& load,
             const SequenceSamplingParams& s, float inv_t, RowNormalizer& norm) {
   std::vector<float> sorted(in.vocab_size);
@@ -122,19 +123,18 @@ void Filter(const RejectionBatchInput& in, const std::function<float(int32_t)>& 
                                                  std::greater<float>()) - sorted.begin());
   }
   if (s.top_p < 1.0f) {
-    double kept_mass = 0.0;
-    for (int32_t r = 0; r < kept; ++r) {
-      kept_mass += rejection::LogitWeight(sorted[r], norm.max, inv_t);
-    }
-    const double budget = static_cast<double>(s.top_p) * kept_mass;
-    double larger = 0.0;  // mass of logits strictly above the current value
+    const auto units = [&](float z) { return rejection::TopPMassUnits(rejection::LogitWeight(z, norm.max, inv_t)); };
+    uint64_t kept_mass = 0;
+    for (int32_t r = 0; r < kept; ++r) kept_mass += units(sorted[r]);
+    const uint64_t budget = rejection::TopPBudgetUnits(s.top_p, kept_mass);
+    uint64_t larger = 0;  // mass of logits strictly above the current value
     int32_t r = 0;
     while (r < kept) {
       const float value = sorted[r];
       if (!(larger < budget)) break;
       threshold = value;
       while (r < kept && sorted[r] == value) {
-        larger += rejection::LogitWeight(sorted[r], norm.max, inv_t);
+        larger += units(sorted[r]);
         ++r;
       }
     }

@@ -531,6 +531,10 @@ constexpr int kFilterWarps = kFilterThreads / 32;
 
 constexpr int kFilterGroupWords = kMaxChunks * kThreads / 32;  // one bit per (chunk, lane) of the chunk order
 
+// Top-p masses (rejection::TopPMassUnits) as the type the shared-memory
+// atomics take.
+using TopPUnits = unsigned long long;
+
 struct FilterShared {
   union {
     uint32_t bin_count[kFilterBins];           // steps 1-2
@@ -540,20 +544,21 @@ struct FilterShared {
   float cand_weight[kFilterCandidates];
   int32_t cand_index[kFilterCandidates];
   uint32_t digit_count[256];
-  double digit_mass[256];
+  TopPUnits digit_mass[256];
   uint32_t warp_u[kFilterWarps];
   double warp_d[kFilterWarps];
+  TopPUnits warp_m[kFilterWarps];
   double chunk_sum[kMaxChunks];
   int32_t cut_rank;
   uint32_t cut_above, num_candidates, cursor;
   uint32_t prefix;
   uint32_t remaining;
-  double above, budget;
-  double row_mass;  // top-p alone: the row's mass (kept mass before top-p)
+  TopPUnits above, budget;
+  TopPUnits row_mass;  // top-p alone: the row's mass (kept mass before top-p)
 };
 
 // Exclusive prefix sum over the 1024 threads of the filter block (thread
-// order), and the total. Uses sh.warp_u / sh.warp_d.
+// order), and the total. Uses sh.warp_u / sh.warp_d / sh.warp_m.
 template <typename T>
 __device__ __forceinline__ T FilterBlockScan(T v, T* warp_totals, T& total) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -627,10 +632,10 @@ __device__ __forceinline__ void ForEachRowValue(const void* row_ptr, int32_t v, 
 // it, plus `above`, is below the budget (0 if none). Lane l owns digits
 // 255 - 8l down to 248 - 8l. Returns the digit; sets the count or mass above it.
 __device__ int FilterPickDigit(FilterShared& sh, bool by_mass, uint32_t remaining, uint32_t& count_above,
-                               double& mass_above) {
+                               TopPUnits& mass_above) {
   const int lane = threadIdx.x % 32;
   uint32_t lane_count = 0;
-  double lane_mass = 0.0;
+  TopPUnits lane_mass = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int d = 255 - 8 * lane - i;
@@ -638,22 +643,22 @@ __device__ int FilterPickDigit(FilterShared& sh, bool by_mass, uint32_t remainin
     if (by_mass) lane_mass += sh.digit_mass[d];
   }
   uint32_t c = lane_count;
-  double m = lane_mass;
+  TopPUnits m = lane_mass;
 #pragma unroll
   for (int o = 1; o < 32; o *= 2) {
     const uint32_t yc = __shfl_up_sync(kFullMask, c, o);
-    const double ym = __shfl_up_sync(kFullMask, m, o);
+    const TopPUnits ym = __shfl_up_sync(kFullMask, m, o);
     if (lane >= o) {
       c += yc;
       m += ym;
     }
   }
   uint32_t c_above = c - lane_count;
-  double m_above = __shfl_up_sync(kFullMask, m, 1);
-  if (lane == 0) m_above = 0.0;
+  TopPUnits m_above = __shfl_up_sync(kFullMask, m, 1);
+  if (lane == 0) m_above = 0;
   int chosen = -1;
   uint32_t chosen_count = 0;
-  double chosen_mass = 0.0;
+  TopPUnits chosen_mass = 0;
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     const int d = 255 - 8 * lane - i;
@@ -671,7 +676,7 @@ __device__ int FilterPickDigit(FilterShared& sh, bool by_mass, uint32_t remainin
   const unsigned lanes = __ballot_sync(kFullMask, chosen >= 0);
   if (lanes == 0) {
     count_above = 0;
-    mass_above = 0.0;
+    mass_above = 0;
     return 0;
   }
   const int src = 31 - __clz(lanes);
@@ -695,7 +700,7 @@ __device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint
   for (int shift = first_shift;; shift = shift >= 8 ? shift - 8 : 0) {
     for (int d = t; d < 256; d += kFilterThreads) {
       sh.digit_count[d] = 0;
-      sh.digit_mass[d] = 0.0;
+      sh.digit_mass[d] = 0;
     }
     __syncthreads();
     for (uint32_t i = t; i < n; i += kFilterThreads) {
@@ -703,22 +708,22 @@ __device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint
       if (key >= kept_from && (key & mask) == prefix) {
         const uint32_t d = (key >> shift) & 255u;
         atomicAdd(&sh.digit_count[d], 1u);
-        if (by_mass) atomicAdd(&sh.digit_mass[d], static_cast<double>(sh.cand_weight[i]));
+        if (by_mass) atomicAdd(&sh.digit_mass[d], TopPUnits{rejection::TopPMassUnits(sh.cand_weight[i])});
       }
     }
     __syncthreads();
     if (t < 32) {
       if (by_mass && set_budget_from_mass && shift == first_shift) {
         // Top-k then top-p: the kept mass is the candidates' (all kept ones are candidates).
-        double m = 0.0;
+        TopPUnits m = 0;
         for (int d = t; d < 256; d += 32) m += sh.digit_mass[d];
 #pragma unroll
         for (int o = 16; o > 0; o /= 2) m += __shfl_xor_sync(kFullMask, m, o);
-        if (t == 0) sh.budget = static_cast<double>(top_p) * m;
+        if (t == 0) sh.budget = rejection::TopPBudgetUnits(top_p, m);
         __syncwarp();
       }
       uint32_t count_above;
-      double mass_above;
+      TopPUnits mass_above;
       const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
       // Every lane has read sh.remaining / sh.above / sh.budget before lane 0
       // rewrites them (racecheck: a write-after-read hazard in the warp).
@@ -778,11 +783,11 @@ __device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr,
   uint32_t threshold = kept_from;
   if (s.top_p < 1.0f) {
     uint32_t prefix = 0, mask = 0;
-    if (t == 0) sh.above = 0.0;
+    if (t == 0) sh.above = 0;
     for (int shift = 24; shift >= 0; shift -= 8) {
       for (int d = t; d < 256; d += kFilterThreads) {
         sh.digit_count[d] = 0;
-        sh.digit_mass[d] = 0.0;
+        sh.digit_mass[d] = 0;
       }
       __syncthreads();
       for (int32_t x = t; x < v; x += kFilterThreads) {
@@ -791,19 +796,19 @@ __device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr,
         if (key >= kept_from && (key & mask) == prefix) {
           atomicAdd(&sh.digit_count[(key >> shift) & 255u], 1u);
           atomicAdd(&sh.digit_mass[(key >> shift) & 255u],
-                    static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale)));
+                    TopPUnits{rejection::TopPMassUnits(rejection::ScaledLogitWeight(z, row_max, scale))});
         }
       }
       __syncthreads();
       if (t == 0) {
         if (shift == 24) {
-          double kept_mass = 0.0;
+          TopPUnits kept_mass = 0;
           for (int d = 0; d < 256; ++d) kept_mass += sh.digit_mass[d];
-          sh.budget = static_cast<double>(s.top_p) * kept_mass;
+          sh.budget = rejection::TopPBudgetUnits(s.top_p, kept_mass);
         }
-        double above = sh.above;
+        TopPUnits above = sh.above;
         int chosen = -1;
-        double above_chosen = above;
+        TopPUnits above_chosen = above;
         for (int d = 255; d >= 0; --d) {
           if (sh.digit_count[d] == 0) continue;
           if (!(above < sh.budget)) break;
@@ -856,18 +861,17 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
     int first_shift = 24;
     uint32_t count_above_cut = 0;
     {
-      // 1. The coarse histogram (top-p alone: and the row's mass, the sum of
-      // the weights in double, as the reference's kept mass: the
-      // normalizer's float lane sums would be ~1e-7 off).
+      // 1. The coarse histogram (top-p alone: and the row's mass in top-p
+      // units, as the reference's kept mass).
       for (int b = t; b < kFilterBins; b += kFilterThreads) sh.bin_count[b] = 0;
       __syncthreads();
       const bool row_mass = top_p && !top_k;
-      double mass = 0.0;
+      TopPUnits mass = 0;
       // Two loops, so that the common one (top-k) carries no mass test.
       if (row_mass) {
         ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
           atomicAdd(&sh.bin_count[OrderedKey(z) >> kFilterBinShift], 1u);
-          mass += static_cast<double>(rejection::ScaledLogitWeight(z, row_max, scale));
+          mass += rejection::TopPMassUnits(rejection::ScaledLogitWeight(z, row_max, scale));
         });
       } else {
         ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
@@ -875,8 +879,8 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
         });
       }
       if (row_mass) {
-        double total;
-        FilterBlockScan<double>(mass, sh.warp_d, total);
+        TopPUnits total;
+        FilterBlockScan<TopPUnits>(mass, sh.warp_m, total);
         if (t == 0) sh.row_mass = total;
       }
       __syncthreads();
@@ -894,19 +898,20 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
         if (c1 > 0 && above1 < k) rank = 2 * t + 1;
         if (rank >= 0) atomicMax(&sh.cut_rank, rank);
       } else {
-        // Lower bounds on each bin's mass: count x the weight of its lowest value.
+        // Lower bounds on each bin's mass in top-p units: count x the units
+        // of its lowest value (the slack covers the double sums' rounding).
         const auto lower_mass = [&](int b, uint32_t c) {
           if (c == 0) return 0.0;
           const float low = KeyToFloat(static_cast<uint32_t>(b) << kFilterBinShift);
           const float w = detmath::IsFinite(low) ? rejection::ScaledLogitWeight(fminf(low, row_max), row_max, scale)
                                                  : 0.0f;
-          return static_cast<double>(c) * static_cast<double>(w) * 0.999;
+          return static_cast<double>(c) * static_cast<double>(rejection::TopPMassUnits(w)) * 0.999;
         };
         const double m0 = lower_mass(b0, c0), m1 = lower_mass(b1, c1);
         double total_mass;
         const double mabove0 = FilterBlockScan<double>(m0 + m1, sh.warp_d, total_mass);
         const double mabove1 = mabove0 + m0;
-        const double budget = static_cast<double>(s.top_p) * sh.row_mass;
+        const double budget = static_cast<double>(rejection::TopPBudgetUnits(s.top_p, sh.row_mass));
         int rank = -1;
         if (c0 > 0 && mabove0 < budget) rank = 2 * t;
         if (c1 > 0 && mabove1 < budget) rank = 2 * t + 1;
@@ -965,8 +970,8 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
       threshold = kept_from;
       if (top_p) {
         if (t == 0) {
-          sh.above = 0.0;
-          sh.budget = static_cast<double>(s.top_p) * sh.row_mass;
+          sh.above = 0;
+          sh.budget = rejection::TopPBudgetUnits(s.top_p, sh.row_mass);
         }
         __syncthreads();
         threshold = FilterRadixOnCandidates(sh, true, 0, 0, 24, 0, kept_from, top_k, s.top_p);

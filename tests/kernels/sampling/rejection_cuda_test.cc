@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/cuda_status.h"
+#include "kernels/sampling/rejection_core.h"
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/sampling/rejection_sample.h"
 #include "kernels/sampling/rejection_validate.h"
@@ -27,6 +28,7 @@
 namespace specverify {
 namespace {
 
+using ::specverify::testing::ExplicitBatch;
 using ::specverify::testing::IsOk;
 
 #define ASSERT_CUDA(expr) ASSERT_EQ((expr), cudaSuccess) << #expr
@@ -318,6 +320,48 @@ TEST_F(RejectionCudaTest, GreedyFilteredAndSigmoidLogitsMatch) {
       DeviceRunner runner;
       ExpectSameOutputs(runner.Run(in), RunCpu(in), absl::StrCat(v.name, " V ", vocab));
     }
+  }
+}
+
+// Top-p boundaries are decided on integer masses (rejection::TopPMassUnits),
+// so the GPU's atomics agree with the CPU's sorted sum even where the mass
+// above a value equals the budget exactly. Rows of tied levels whose weights
+// are exact powers of two; the staircase puts more than 2,048 tokens into the
+// top coarse bins, so its filter takes the whole-row radix path.
+TEST_F(RejectionCudaTest, TopPBoundariesOnExactMassesMatchTheReference) {
+  float half = -0.69f;  // weight exactly 1/2 at T = 1 under a maximum of 0
+  while (rejection::LogitWeight(half, 0.0f, 1.0f) > 0.5f) half = std::nextafter(half, -1.0f);
+  while (rejection::LogitWeight(half, 0.0f, 1.0f) < 0.5f) half = std::nextafter(half, 0.0f);
+  ASSERT_EQ(rejection::LogitWeight(half, 0.0f, 1.0f), 0.5f);
+  float quarter = 2.0f * half;
+  while (rejection::LogitWeight(quarter, 0.0f, 1.0f) > 0.25f) quarter = std::nextafter(quarter, -2.0f);
+  while (rejection::LogitWeight(quarter, 0.0f, 1.0f) < 0.25f) quarter = std::nextafter(quarter, 0.0f);
+  ASSERT_EQ(rejection::LogitWeight(quarter, 0.0f, 1.0f), 0.25f);
+
+  constexpr int32_t kVocab = 4099;
+  std::vector<float> halves(kVocab, -1000.0f), staircase(kVocab, -1000.0f);
+  halves[7] = 0.0f;
+  halves[100] = halves[4098] = half;
+  for (int32_t x = 0; x < 3 * 1025; ++x) staircase[(x * 7) % kVocab] = x % 3 == 0 ? 0.0f : (x % 3 == 1 ? half : quarter);
+  for (const std::vector<float>* row : {&halves, &staircase}) {
+    ExplicitBatch batch(kVocab, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+    int32_t i = 0;
+    for (const float top_p : {0.5f, std::nextafter(0.5f, 1.0f), std::nextafter(0.5f, 0.0f), 0.25f,
+                              4.0f / 7.0f, 0.75f, 6.0f / 7.0f, 0.9f}) {
+      for (const int32_t top_k : {0, 2, 1500}) {
+        SequenceSamplingParams s;
+        s.seed = 77;
+        s.sequence_index = i;
+        s.temperature = 1.0f;
+        s.top_p = top_p;
+        s.top_k = top_k;
+        batch.Add({*row, *row}, {}, {(i * 97) % kVocab}, s);
+        ++i;
+      }
+    }
+    DeviceRunner runner;
+    ExpectSameOutputs(runner.Run(batch.input()), RunCpu(batch.input()),
+                      row == &halves ? "halves" : "staircase");
   }
 }
 

@@ -197,6 +197,35 @@ TEST(RejectionReferenceTest, TopPKeepsTheSmallestSetReachingTheMass) {
   }
 }
 
+// The top-p boundary is exact: with weights 1, 1/2, 1/2 (top-p units 2^40,
+// 2^39, 2^39) and top_p = 1/2 the mass above the halves equals the budget,
+// so they are dropped (strictly less is kept); a hair more keeps them.
+TEST(RejectionReferenceTest, TopPMassExactlyAtTheBudgetDropsTheNextValue) {
+  float half = -0.69f;  // the logit whose weight is exactly 1/2 (T = 1, max 0)
+  while (rejection::LogitWeight(half, 0.0f, 1.0f) > 0.5f) half = std::nextafter(half, -1.0f);
+  while (rejection::LogitWeight(half, 0.0f, 1.0f) < 0.5f) half = std::nextafter(half, 0.0f);
+  ASSERT_EQ(rejection::LogitWeight(half, 0.0f, 1.0f), 0.5f);
+  const std::vector<float> z = {0.0f, half, half};
+  for (const float top_p : {0.5f, std::nextafter(0.5f, 1.0f)}) {
+    ExplicitBatch batch(3, SampleValueKind::kLogits, SampleDtype::kFloat32, false);
+    SequenceSamplingParams s = Seq(21, 0);
+    s.top_p = top_p;
+    for (int32_t i = 0; i < 200; ++i) {
+      s.sequence_index = i;
+      batch.Add({z, z}, {}, {1 + i % 2}, s);
+    }
+    const ReferenceRun r = RunReference(batch.input());
+    ASSERT_THAT(r.outcome, IsOk());
+    int32_t halves = 0;
+    for (int32_t i = 0; i < 200; ++i) halves += r.out.next_tokens[i] != 0;
+    if (top_p == 0.5f) {
+      EXPECT_EQ(halves, 0) << "top_p 0.5 keeps token 0 alone";
+    } else {
+      EXPECT_GT(halves, 50) << "top_p just above 0.5 keeps all three (the halves weigh 1/2)";
+    }
+  }
+}
+
 TEST(RejectionReferenceTest, OutcomeDoesNotDependOnBatchComposition) {
   SamplingWorkloadOptions o;
   o.num_sequences = 12;

@@ -177,5 +177,33 @@ TEST(DetMathTest, HalfConversionsRoundTripEveryPattern) {
             std::numeric_limits<float>::infinity());
 }
 
+// Top-p masses are integers (rejection_core.h) so that the GPU's atomics and
+// the CPU's sorted sum agree on every boundary: the unit is 2^-40 of the row
+// maximum's weight, truncated, and the budget truncates top_p x kept.
+TEST(TopPMassTest, UnitsAreTruncatedTwoToTheMinus40OfTheMaximum) {
+  EXPECT_EQ(rejection::TopPMassUnits(1.0f), uint64_t{1} << 40);
+  EXPECT_EQ(rejection::TopPMassUnits(0.5f), uint64_t{1} << 39);
+  EXPECT_EQ(rejection::TopPMassUnits(std::ldexp(1.0f, -40)), 1u);
+  EXPECT_EQ(rejection::TopPMassUnits(std::ldexp(1.0f, -41)), 0u);  // lighter tokens count 0
+  EXPECT_EQ(rejection::TopPMassUnits(0.0f), 0u);
+  EXPECT_EQ(rejection::TopPMassUnits(std::nextafter(1.0f, 0.0f)), (uint64_t{1} << 40) - (uint64_t{1} << 16));
+  uint64_t previous = 0;
+  for (float w = std::ldexp(1.0f, -45); w <= 1.0f; w *= 1.01f) {
+    const uint64_t u = rejection::TopPMassUnits(w);
+    ASSERT_GE(u, previous) << w;
+    ASSERT_LE(static_cast<double>(u), std::ldexp(static_cast<double>(w), 40)) << w;
+    ASSERT_GT(static_cast<double>(u) + 1.0, std::ldexp(static_cast<double>(w), 40)) << w;
+    previous = u;
+  }
+}
+
+TEST(TopPMassTest, BudgetTruncatesTopPTimesTheKeptMass) {
+  EXPECT_EQ(rejection::TopPBudgetUnits(0.5f, uint64_t{1} << 41), uint64_t{1} << 40);
+  EXPECT_EQ(rejection::TopPBudgetUnits(1.0f, 12345), 12345u);
+  EXPECT_EQ(rejection::TopPBudgetUnits(0.9f, 10), 8u);  // 0.9f * 10 = 8.99999976...
+  // 2^20 tokens of weight 1: the largest kept mass stays exact in the budget.
+  EXPECT_EQ(rejection::TopPBudgetUnits(0.75f, uint64_t{1} << 60), uint64_t{3} << 58);
+}
+
 }  // namespace
 }  // namespace specverify
