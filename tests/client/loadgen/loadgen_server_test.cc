@@ -42,7 +42,9 @@ class LoadgenServerTest : public ::testing::Test {
       if (*p == nullptr) continue;
       absl::StatusOr<int> code = (*p)->Stop();
       EXPECT_TRUE(code.ok()) << code.status();
-      if (code.ok()) EXPECT_EQ(*code, 0);
+      if (code.ok()) {
+        EXPECT_EQ(*code, 0);
+      }
       delete *p;
       *p = nullptr;
     }
@@ -90,7 +92,9 @@ void ExpectCorrectAndConsistent(const RunReport& report, int64_t expected_sent_p
     EXPECT_EQ(r.sent, r.ok + r.rpc_errors);
     EXPECT_EQ(r.latency.count(), r.ok);
     EXPECT_EQ(r.send_lag.count(), r.sent);
-    if (expected_sent_per_step > 0) EXPECT_EQ(r.sent, expected_sent_per_step);
+    if (expected_sent_per_step > 0) {
+      EXPECT_EQ(r.sent, expected_sent_per_step);
+    }
     EXPECT_EQ(r.rpc_errors, 0) << (r.error_examples.empty() ? "" : r.error_examples[0]);
     EXPECT_EQ(r.ok, r.sent);
     EXPECT_EQ(r.wrong_answers, 0)
