@@ -90,19 +90,20 @@ class MultiDeviceServerTest : public ::testing::Test {
     o.kv_return = kv_return;
     return *BuildGreedyRequest(workload_, o);
   }
-  // The oracle's check of an answer; handle rows are fetched first.
-  absl::Status Check(VerifierClient& client, int first, int n, v1::VerifyResponse response) {
-    if (response.has_kv()) {
-      absl::StatusOr<std::string> rows = client.FetchKv(response.kv().id());
-      if (!rows.ok()) return rows.status();
-      response.set_kv_inline(*rows);
-      response.clear_kv();
-    }
+  // The oracle's check of an answer: a handle's metadata, and its rows
+  // fetched from whichever device holds them; inline rows as they came.
+  absl::Status Check(VerifierClient& client, int first, int n, const v1::VerifyResponse& response) {
     GreedyCheckOptions check;
     check.first_sequence = first;
     check.num_sequences = n;
-    check.kv_return = v1::KV_RETURN_INLINE;
-    return CheckGreedyResponse(workload_, check, response);
+    if (!response.has_kv()) {
+      check.kv_return = v1::KV_RETURN_INLINE;
+      return CheckGreedyResponse(workload_, check, response);
+    }
+    absl::StatusOr<std::string> rows = client.FetchKv(response.kv().id());
+    if (!rows.ok()) return rows.status();
+    check.kv_return = v1::KV_RETURN_HANDLE;
+    return CheckGreedyResponse(workload_, check, response, client::AsBytes(*rows));
   }
 
   // A health check's answer; false when the call itself failed.
