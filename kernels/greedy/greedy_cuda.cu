@@ -326,9 +326,10 @@ __device__ __forceinline__ TileSequences FindTileSequences(
 // per event pair (D2D copy 11.7, the fused look-back kernel 16.6-17.1); this
 // kernel changed to load only accepted rows after the wait took 15.9-16.1
 // (reverted), although the experiment's own kernels in that order measured
-// 14.5 (this kernel is 0.9-1.5 us slower than the experiment's equivalents,
-// not yet explained); the 64 KiB shared-memory TMA tiles of the first
-// version 16.1-16.3.
+// 14.5 (not yet explained; the experiment's "prefix known" kernels read
+// packed offsets computed beforehand, so they are not this kernel's
+// equivalents); the 64 KiB shared-memory TMA tiles of the first version
+// 16.1-16.3.
 
 // Vectors per thread of a speculative pack block: 256 x 4 x 16 B = 16 KiB.
 constexpr int kSpeculativeVectors = 4;
