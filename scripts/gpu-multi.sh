@@ -44,7 +44,8 @@
 # flight per loadgen, a list: one step each, default 16,32,64), LOADS
 # (default "logits sampled greedy"), REGION_COPIES (copies of each sampled
 # loadgen's rows in its region, default the largest CONCURRENCY), CONFIGS
-# ("one two"; "one" alone measures the baseline), SKIP_TESTS=1.
+# ("one two"; "one" alone measures the baseline), SERVER_FLAGS (more server
+# flags, e.g. --cuda_slots=3), SKIP_TESTS=1.
 set -uo pipefail
 if [ $# -ne 2 ]; then
   echo "usage: $0 <bundle-dir> <out-dir>" >&2
@@ -104,7 +105,7 @@ start_server() {  # name port flags...
   "$bin/specverify-server" --listen_address=127.0.0.1:"$port" --metrics_address= \
       --max_message_bytes=134217728 --kv_arena_bytes=2147483648 --max_batch_sequences=4096 \
       --max_sequences_per_request=256 --max_queue_sequences=65536 \
-      --metrics_address=127.0.0.1:50602 "$@" \
+      --metrics_address=127.0.0.1:50602 ${SERVER_FLAGS:-} "$@" \
       > "$out/server-$name.stdout" 2> "$out/server-$name.log" &
   pids+=($!)
   for _ in $(seq 1 600); do
