@@ -208,6 +208,9 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
     return FlagError("duration", "must be > 0 seconds when --requests is 0");
   }
   if (!(c.warmup_s >= 0)) return FlagError("warmup", "must be >= 0 seconds");
+  if (!(c.start_at_unix_s >= 0) || !std::isfinite(c.start_at_unix_s)) {
+    return FlagError("start_at_unix", "must be a time in seconds since the Unix epoch, or 0");
+  }
   if (c.max_outstanding < 1) return FlagError("max_outstanding", "must be >= 1");
   if (c.transport.deadline_ms < 0) return FlagError("deadline_ms", "must be >= 0");
   if (c.transport.max_message_bytes < 1024) {

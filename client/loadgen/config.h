@@ -102,6 +102,11 @@ struct LoadgenConfig {
   double duration_s = 5.0;      // measured time per step (when requests == 0)
   int64_t requests = 0;         // measured requests per step; > 0 overrides duration
   double warmup_s = 1.0;        // per step, excluded from results
+  // > 0: the first step starts at this wall-clock time (seconds since the
+  // Unix epoch) once set-up is done, so that loadgens started together
+  // (workloads of different set-up times) measure the same window. Set-up
+  // that ends later starts at once, with a warning.
+  double start_at_unix_s = 0.0;
   // Open loop: requests in flight beyond this wait in the client (their
   // latency still counts from their intended send time).
   int64_t max_outstanding = 100000;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,22 @@ namespace {
 constexpr char kQueueDelayMetric[] = "specverify_queue_delay_seconds";
 constexpr char kDeviceTimeMetric[] = "specverify_batch_device_seconds";
 constexpr auto kScrapeTimeout = std::chrono::milliseconds(3000);
+
+// --start_at_unix: sleeps until that wall-clock time; set-up that ended
+// after it says so on stderr, as the run's window then starts late.
+void WaitForStartTime(double start_at_unix_s) {
+  const auto start = std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::duration<double>(start_at_unix_s)));
+  const auto now = std::chrono::system_clock::now();
+  if (now < start) {
+    std::this_thread::sleep_until(start);
+    return;
+  }
+  std::cerr << "specverify-loadgen: set-up ended "
+            << std::chrono::duration<double>(now - start).count()
+            << " s after --start_at_unix; starting now\n";
+}
 
 absl::StatusOr<MetricSamples> Scrape(const std::string& url) {
   absl::StatusOr<std::string> body = HttpGet(url, kScrapeTimeout);
@@ -183,6 +200,7 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
   options.seed = config.workload.seed;
   options.progress = config.progress;
 
+  if (config.start_at_unix_s > 0) WaitForStartTime(config.start_at_unix_s);
   for (const StepSpec& spec : StepsOf(config)) {
     StepPair pair;
     // The "before" scrape is taken when the warm-up ends, on its own thread so

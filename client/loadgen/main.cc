@@ -41,6 +41,10 @@ ABSL_FLAG(absl::Duration, wait_for_serving, absl::ZeroDuration(),
 ABSL_FLAG(absl::Duration, duration, absl::Seconds(5), "Measured time per step");
 ABSL_FLAG(int64_t, requests, 0, "Measured requests per step; > 0 overrides --duration");
 ABSL_FLAG(absl::Duration, warmup, absl::Seconds(1), "Warm-up per step, excluded from results");
+ABSL_FLAG(double, start_at_unix, 0,
+          "Start the first step at this wall-clock time (seconds since the Unix epoch, e.g. "
+          "$(($(date +%s) + 30))) once set-up is done: loadgens started together then measure "
+          "the same window. 0: at once");
 ABSL_FLAG(int64_t, max_outstanding, 100000,
           "Open loop: most requests in flight; later ones wait (latency still counts from "
           "their intended send time)");
@@ -178,6 +182,7 @@ int main(int argc, char** argv) {
   config.duration_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_duration));
   config.requests = absl::GetFlag(FLAGS_requests);
   config.warmup_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_warmup));
+  config.start_at_unix_s = absl::GetFlag(FLAGS_start_at_unix);
   config.max_outstanding = absl::GetFlag(FLAGS_max_outstanding);
 
   auto gamma = lg::ParseGammaRange(absl::GetFlag(FLAGS_gamma));

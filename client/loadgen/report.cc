@@ -128,6 +128,7 @@ void AppendStepJson(std::string& out, const StepResult& r) {
                   ",\"acceptance\":", Num(r.acceptance()), ",\"kv_fetches\":", r.kv_fetches,
                   ",\"kv_fetch_errors\":", r.kv_fetch_errors, ",\"kv_mismatches\":", r.kv_mismatches,
                   ",\"kv_released\":", r.kv_released, ",\"window_s\":", Num(r.window_s),
+                  ",\"window_start_unix_s\":", absl::StrFormat("%.3f", r.window_start_unix_s),
                   ",\"client_cpu_cores\":", Num(r.client_cpu_cores),
                   ",\"requests_per_s\":", Num(r.requests_per_s()),
                   ",\"sequences_per_s\":", Num(r.sequences_per_s()),

@@ -66,6 +66,10 @@ struct StepResult {
 
   // From the first measured intended send to the last measured completion.
   double window_s = 0;
+  // When that window began, in seconds since the Unix epoch: lines up steps
+  // of loadgens run side by side (they measure one load only if their
+  // windows overlap) and joins them with other logs.
+  double window_start_unix_s = 0;
   // Open loop: achieved offered rate (measured sends / send window).
   double offered_rate = 0;
   // CPU the load generator itself used during the step (warm-up included),

@@ -725,6 +725,9 @@ StepResult StepRun::Merge() const {
     }
   }
   result.window_s = std::chrono::duration<double>(last_completion - measure_start_).count();
+  result.window_start_unix_s =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() -
+      std::chrono::duration<double>(Clock::now() - measure_start_).count();
   const double send_window = std::chrono::duration<double>(last_send - measure_start_).count();
   result.offered_rate = send_window > 0 ? result.sent / send_window : 0;
   return result;

@@ -88,6 +88,11 @@ TEST(LoadgenConfigTest, ValidationNamesTheFlag) {
   EXPECT_THAT(ValidateConfig(copies),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--region_copies")));
 
+  LoadgenConfig start = c;
+  start.start_at_unix_s = -1;
+  EXPECT_THAT(ValidateConfig(start),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--start_at_unix")));
+
   LoadgenConfig duration = c;
   duration.duration_s = 0;
   EXPECT_THAT(ValidateConfig(duration),

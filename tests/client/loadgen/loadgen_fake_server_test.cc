@@ -4,12 +4,16 @@
 // under test) is detected and fails the run.
 #include <sys/wait.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "client/loadgen/report.h"
 #include "client/loadgen/loadgen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -66,7 +70,9 @@ void ExpectClean(const RunReport& report, int64_t expected_sent_per_step) {
   for (const StepPair& pair : report.steps) {
     const StepResult& r = pair.server;
     ExpectConsistent(r);
-    if (expected_sent_per_step > 0) EXPECT_EQ(r.sent, expected_sent_per_step);
+    if (expected_sent_per_step > 0) {
+      EXPECT_EQ(r.sent, expected_sent_per_step);
+    }
     EXPECT_EQ(r.ok, r.sent);
     EXPECT_EQ(r.rpc_errors, 0) << (r.error_examples.empty() ? "" : r.error_examples[0]);
     EXPECT_EQ(r.wrong_answers, 0) << (r.wrong_answer_examples.empty() ? "" : r.wrong_answer_examples[0]);
@@ -97,6 +103,33 @@ TEST_F(LoadgenFakeServerTest, ClosedLoopUnarySweep) {
   // Without --fetch_kv every handle is released, none is leaked.
   EXPECT_EQ(report->steps[0].server.kv_released, kRequestsPerStep);
   EXPECT_EQ(correct_.live_handles(), 0);
+}
+
+// --start_at_unix: set up, then no Verify before the start time; a start
+// time already past starts at once.
+TEST_F(LoadgenFakeServerTest, StartAtHoldsTheFirstRequestUntilItsTime) {
+  LoadgenConfig c = BaseConfig(server_.address());
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  c.start_at_unix_s = std::chrono::duration<double>(now).count() + 1.5;
+  absl::StatusOr<RunReport> report;
+  std::thread run([&] { report = RunLoadgen(c); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  EXPECT_EQ(correct_.verify_requests(), 0) << "a request went out before --start_at_unix";
+  run.join();
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectClean(*report, kRequestsPerStep);
+  // The measured window (after the warm-up) began after the start time, and
+  // the report says when.
+  const double wall_now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_GE(report->steps[0].server.window_start_unix_s, c.start_at_unix_s + c.warmup_s - 0.01);
+  EXPECT_LT(report->steps[0].server.window_start_unix_s, wall_now);
+  EXPECT_THAT(FormatJson(*report), HasSubstr(absl::StrFormat("\"window_start_unix_s\":%.3f",
+                                                             report->steps[0].server.window_start_unix_s)));
+
+  c.start_at_unix_s = 1.0;  // 1970: long past
+  report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectClean(*report, kRequestsPerStep);
 }
 
 TEST_F(LoadgenFakeServerTest, ClosedLoopStreamOverSeveralChannels) {
