@@ -46,7 +46,8 @@
 # loadgen's rows in its region, default the largest CONCURRENCY), CONFIGS
 # ("one two"; "one" alone measures the baseline), SERVER_FLAGS (more server
 # flags, e.g. --cuda_slots=3), START_DELAY (s from launching the two
-# loadgens to their common start, default 10: longer than their set-up),
+# loadgens to their common start, default 25: longer than their set-up,
+# which took 13-16 s for the logits load with 32 region copies on an H200),
 # SKIP_TESTS=1.
 set -uo pipefail
 if [ $# -ne 2 ]; then
@@ -61,7 +62,7 @@ duration=${DURATION:-4}
 concurrencies=$(echo "${CONCURRENCY:-16,32,64}" | tr ',' ' ')
 max_concurrency=$(echo $concurrencies | tr ' ' '\n' | sort -n | tail -1)
 loads=${LOADS:-logits sampled greedy}
-start_delay=${START_DELAY:-10}
+start_delay=${START_DELAY:-25}
 configs=${CONFIGS:-one two}
 status=0
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
