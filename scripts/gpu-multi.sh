@@ -72,9 +72,13 @@ gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
   echo "GPUs visible: $gpus"
 } | tee "$out/machine.txt"
 # Region copies per loadgen for the sampled loads: one per request in flight
-# at the largest step (64 x 0.66 GB of logits per loadgen on an H200; both
-# loadgens share GPU 0 in the one-GPU run). An 80 GB GPU alone holds fewer.
-copies=${REGION_COPIES:-$max_concurrency}
+# at the largest step, as far as GPU 0 holds them: both loadgens' copies
+# (0.66 GB each for the logits load) share it in the one-GPU run, so at most
+# a third of its memory goes to each loadgen (64 copies on an H200, 42 on an
+# 80 GB H100).
+gpu0_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 0 2>/dev/null | head -1)
+fit=$(( ${gpu0_mib:-0} / 3 / 640 ))  # MiB of one copy of the logits load, rounded up
+copies=${REGION_COPIES:-$(( max_concurrency < fit ? max_concurrency : (fit > 0 ? fit : 1) ))}
 if [ "$gpus" -ge 2 ]; then
   two=cuda:0,1; second_worker=1; what="2 GPUs (cuda:0,1) vs 1 GPU (cuda:0)"
 else

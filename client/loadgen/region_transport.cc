@@ -89,8 +89,8 @@ absl::StatusOr<std::unique_ptr<RegionTransport>> RegionTransport::Create(Transpo
                                                                          int device) {
   constexpr int64_t kPage = 4096;
   if (stretch_bytes < 1 || copies < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("a region of ", copies, " stretches of ",
-                                                   stretch_bytes, " bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("a loadgen region needs >= 1 copies of >= 1 byte; got ",
+                                                   copies, " copies of ", stretch_bytes, " bytes"));
   }
   const int64_t stretch = (stretch_bytes + kPage - 1) / kPage * kPage;
   const int64_t bytes = stretch * copies;
