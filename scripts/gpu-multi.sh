@@ -40,6 +40,10 @@
 #       cuda_server_test cuda_region_test cuda_ipc_worker [region_server_test] [tree_server_test]
 #   run(carry=[".gpu-multi"]): scripts/gpu-multi.sh .gpu-multi $OUT/multi
 #
+# Every step waits START_DELAY (25 s) for both loadgens to set up, so all
+# three loads (18 steps) take about 10 minutes, more than one run call
+# allows: SKIP_TESTS=1 LOADS=logits gives the verdict in about 4.
+#
 # Environment: DURATION (s per step, default 4), CONCURRENCY (requests in
 # flight per loadgen, a list: one step each, default 16,32,64), LOADS
 # (default "logits sampled greedy"), REGION_COPIES (copies of each sampled
