@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<CudaDeviceRegion>> CudaDeviceRegion::Create(int d
   }
   cudaIpcMemHandle_t handle;
   if (cudaError_t e = cudaIpcGetMemHandle(&handle, data); e != cudaSuccess) {
-    cudaFree(data);
+    (void)cudaFree(data);  // the error below is the one to report
     return CudaError(e, "cudaIpcGetMemHandle");
   }
   return std::unique_ptr<CudaDeviceRegion>(new CudaDeviceRegion(
@@ -32,8 +32,17 @@ absl::StatusOr<std::unique_ptr<CudaDeviceRegion>> CudaDeviceRegion::Create(int d
 }
 
 CudaDeviceRegion::~CudaDeviceRegion() {
-  cudaSetDevice(device_);
-  cudaFree(data_);
+  // A destructor has no one to report to: if the device is gone, the free
+  // fails with it and the process's memory goes with the device anyway.
+  (void)cudaSetDevice(device_);
+  (void)cudaFree(data_);
+}
+
+absl::Status CudaDeviceRegion::UseDevice() const {
+  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
+    return CudaError(e, "cudaSetDevice (the CUDA region's device)");
+  }
+  return absl::OkStatus();
 }
 
 v1::RegisterRegionRequest CudaDeviceRegion::Registration(const std::string& region_name) const {
@@ -49,7 +58,7 @@ absl::Status CudaDeviceRegion::CopyIn(int64_t offset, const void* host, int64_t 
   if (offset < 0 || bytes < 0 || offset > size_ || bytes > size_ - offset) {
     return absl::OutOfRangeError("copy outside the CUDA region");
   }
-  cudaSetDevice(device_);
+  if (absl::Status s = UseDevice(); !s.ok()) return s;
   if (cudaError_t e = cudaMemcpy(data_ + offset, host, static_cast<size_t>(bytes),
                                  cudaMemcpyHostToDevice);
       e != cudaSuccess) {
@@ -62,7 +71,7 @@ absl::Status CudaDeviceRegion::CopyOut(int64_t offset, void* host, int64_t bytes
   if (offset < 0 || bytes < 0 || offset > size_ || bytes > size_ - offset) {
     return absl::OutOfRangeError("copy outside the CUDA region");
   }
-  cudaSetDevice(device_);
+  if (absl::Status s = UseDevice(); !s.ok()) return s;
   if (cudaError_t e = cudaMemcpy(host, data_ + offset, static_cast<size_t>(bytes),
                                  cudaMemcpyDeviceToHost);
       e != cudaSuccess) {
@@ -79,9 +88,7 @@ absl::Status CudaDeviceRegion::CopyWithin(int64_t from, int64_t to, int64_t byte
   if (from < to + bytes && to < from + bytes) {
     return absl::InvalidArgumentError("overlapping copy inside the CUDA region");
   }
-  if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) {
-    return CudaError(e, "cudaSetDevice (the CUDA region's device)");
-  }
+  if (absl::Status s = UseDevice(); !s.ok()) return s;
   if (cudaError_t e = cudaMemcpy(data_ + to, data_ + from, static_cast<size_t>(bytes),
                                  cudaMemcpyDeviceToDevice);
       e != cudaSuccess) {

@@ -42,6 +42,8 @@ class CudaDeviceRegion {
  private:
   CudaDeviceRegion(int device, std::byte* data, int64_t size, std::string handle)
       : device_(device), data_(data), size_(size), handle_(std::move(handle)) {}
+  // Makes the region's GPU the calling thread's current device.
+  absl::Status UseDevice() const;
   int device_;
   std::byte* data_;
   int64_t size_;

@@ -44,9 +44,11 @@ class CudaIpcMapping final : public RegionMapping {
       : base_(base), address_(address), device_(device) {}
   ~CudaIpcMapping() override {
     // Outstanding work on it has completed: the last request's answer was
-    // sent after its batch's completion event.
-    cudaSetDevice(device_);
-    cudaIpcCloseMemHandle(base_);
+    // sent after its batch's completion event. A destructor has no one to
+    // report a failure to (it fails only with the device, which the executor
+    // reports).
+    (void)cudaSetDevice(device_);
+    (void)cudaIpcCloseMemHandle(base_);
   }
   std::byte* address() const override { return address_; }
   int32_t device_ordinal() const override { return device_; }
@@ -64,8 +66,8 @@ class MappedShmMapping final : public RegionMapping {
   MappedShmMapping(std::unique_ptr<ShmMapping> shm, std::byte* device_view, int device)
       : shm_(std::move(shm)), device_view_(device_view), device_(device) {}
   ~MappedShmMapping() override {
-    cudaSetDevice(device_);
-    cudaHostUnregister(shm_->data());
+    (void)cudaSetDevice(device_);  // best effort, as ~CudaIpcMapping
+    (void)cudaHostUnregister(shm_->data());
   }
   std::byte* address() const override { return device_view_; }
   int32_t device_ordinal() const override { return -1; }
@@ -107,7 +109,7 @@ absl::StatusOr<std::unique_ptr<RegionMapping>> MapCuda(const RegionSpec& spec, i
   absl::StatusOr<size_t> allocation = AllocationBytesFrom(base);
   if (!allocation.ok() || spec.offset_bytes > static_cast<int64_t>(*allocation) ||
       spec.byte_size > static_cast<int64_t>(*allocation) - spec.offset_bytes) {
-    cudaIpcCloseMemHandle(base);
+    (void)cudaIpcCloseMemHandle(base);  // the error below is the one to report
     if (!allocation.ok()) return allocation.status();
     return absl::OutOfRangeError(absl::StrCat(
         "cuda: offset_bytes ", spec.offset_bytes, " + byte_size ", spec.byte_size,
@@ -135,7 +137,7 @@ absl::StatusOr<std::unique_ptr<RegionMapping>> MapShm(const RegionSpec& spec, in
   }
   void* view = nullptr;
   if (cudaError_t e = cudaHostGetDevicePointer(&view, host, 0); e != cudaSuccess) {
-    cudaHostUnregister(host);
+    (void)cudaHostUnregister(host);  // the error below is the one to report
     return CudaStatus(e, "cudaHostGetDevicePointer (system region)");
   }
   return std::unique_ptr<RegionMapping>(
