@@ -16,6 +16,24 @@ namespace {
 // The most bytes a pool of generated requests may hold in the loadgen.
 constexpr int64_t kMaxPoolBytes = int64_t{2} << 30;
 
+// Points every region reference of `request` `delta` bytes further on.
+void ShiftRegionRefs(v1::VerifyRequest* request, int64_t delta) {
+  const auto shift = [delta](v1::TensorRef* ref) { ref->set_offset_bytes(ref->offset_bytes() + delta); };
+  for (v1::SequenceDraft& seq : *request->mutable_sequences()) {
+    if (seq.has_draft_kv_ref()) shift(seq.mutable_draft_kv_ref());
+    if (seq.has_sampled()) {
+      v1::SampledTarget* st = seq.mutable_sampled();
+      if (st->has_target() && st->target().has_values_ref()) {
+        shift(st->mutable_target()->mutable_values_ref());
+      }
+      if (st->has_draft() && st->draft().has_values_ref()) {
+        shift(st->mutable_draft()->mutable_values_ref());
+      }
+    }
+  }
+  if (request->has_kv_output()) shift(request->mutable_kv_output());
+}
+
 }  // namespace
 
 v1::KvReturn ToProto(KvReturnMode mode) {
@@ -51,28 +69,6 @@ int64_t LoadWorkload::RegionBytesNeeded(bool return_into_region) const {
   }
   return total + kAlign;
 }
-
-namespace {
-
-// Points every region reference of `request` `delta` bytes further on.
-void ShiftRegionRefs(v1::VerifyRequest* request, int64_t delta) {
-  const auto shift = [delta](v1::TensorRef* ref) { ref->set_offset_bytes(ref->offset_bytes() + delta); };
-  for (v1::SequenceDraft& seq : *request->mutable_sequences()) {
-    if (seq.has_draft_kv_ref()) shift(seq.mutable_draft_kv_ref());
-    if (seq.has_sampled()) {
-      v1::SampledTarget* st = seq.mutable_sampled();
-      if (st->has_target() && st->target().has_values_ref()) {
-        shift(st->mutable_target()->mutable_values_ref());
-      }
-      if (st->has_draft() && st->draft().has_values_ref()) {
-        shift(st->mutable_draft()->mutable_values_ref());
-      }
-    }
-  }
-  if (request->has_kv_output()) shift(request->mutable_kv_output());
-}
-
-}  // namespace
 
 absl::Status LoadWorkload::UseRegion(RegionTransport* region, bool return_into_region) {
   region_ = region;
