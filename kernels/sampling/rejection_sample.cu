@@ -241,6 +241,13 @@ __device__ __forceinline__ float WarpMin(float v) {
   return v;
 }
 
+// a[e] for an index known only at run time, by selects: indexing a register
+// array with it would move the array to local memory.
+template <typename T>
+__device__ __forceinline__ T Pick(const T (&a)[4], int e) {
+  return e == 0 ? a[0] : (e == 1 ? a[1] : (e == 2 ? a[2] : a[3]));
+}
+
 // An upper bound on the computed race key Div(-LogDet(u), w) of an entrant of
 // weight w > 0, without the logarithm: -ln u <= (1 - u) / u. The 0.1% margin
 // covers LogDet's 2 ulp, the key's rounding, and this function's own
@@ -1355,41 +1362,54 @@ __device__ __forceinline__ bool Hopeful(uint32_t bits, float weight, float scale
 // entrants only (rare once seeded) and shares the tighter bound with the warp
 // and the block. Every lane of the warp calls it (warp votes and shuffles).
 // weight(e) is an upper bound on entrant e's weight, used only to prune;
-// exact(e) its exact weight (the same value for every value kind but
-// log-probabilities, whose exact weight costs an ExpDet and is computed only
-// for the seeding and the hopeful entrants).
-template <typename BoundWeight, typename ExactWeight>
+// lower(e) a lower bound on it, used only to seed; exact(e) its exact weight.
+// The three are one value for every value kind but log-probabilities and
+// exact logits, whose exact weight costs an exp (and for logits a division)
+// and is computed only for the hopeful entrants.
+template <typename BoundWeight, typename LowerWeight, typename ExactWeight>
 __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundWeight& weight,
-                                            const ExactWeight& exact, int32_t x0, RaceBound& rb,
-                                            RaceCandidate& best, unsigned* block_word) {
+                                            const LowerWeight& lower, const ExactWeight& exact, int32_t x0,
+                                            RaceBound& rb, RaceCandidate& best, unsigned* block_word) {
   const bool leader = threadIdx.x % 32 == 0;
   if (!rb.seeded) {
-    float ub = kInfinity;
+    // Any entrant's key bounds the winner's, so one entrant per lane will
+    // do: the heaviest (its key is likely the smallest), at one
+    // KeyUpperBound instead of four. KeyUpperBound needs a weight no larger
+    // than the exact one; a lower bound is 0.1% looser than the exact weight
+    // and spares every warp's first quad the exact weights, which sat on
+    // the sweep's serial chain (at B=8 a thread sweeps ~5 quads).
+    float heaviest = 0.0f;
+    uint32_t heaviest_bits = 0;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      // KeyUpperBound needs a weight no larger than the exact one: the exact one.
-      const float w = exact(e);
-      if (w > 0.0f) {
-        const float uniform = UniformOpenFloat(bits.v[e]);
-        ub = fminf(ub, KeyUpperBound(uniform, detmath::Sub(1.0f, uniform), w));
-      }
+      const float w = lower(e);
+      heaviest_bits = w > heaviest ? bits.v[e] : heaviest_bits;
+      heaviest = fmaxf(heaviest, w);
+    }
+    float ub = kInfinity;
+    if (heaviest > 0.0f) {
+      const float uniform = UniformOpenFloat(heaviest_bits);
+      ub = KeyUpperBound(uniform, detmath::Sub(1.0f, uniform), heaviest);
     }
     ub = WarpMin(ub);
     rb.seeded = ub < kInfinity;
     Tighten(rb, ub);
     if (leader && rb.seeded) atomicMin(block_word, __float_as_uint(ub));
   }
-  bool hopeful = false;
+  unsigned hopeful = 0;  // bit e: entrant x0 + e
 #pragma unroll
-  for (int e = 0; e < 4; ++e) hopeful = hopeful || Hopeful(bits.v[e], weight(e), rb.scale);
-  if (__any_sync(kFullMask, hopeful)) {
-    if (hopeful) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (Hopeful(bits.v[e], weight(e), rb.scale)) {
-          rejection::RaceOffer(best, RaceExponential(bits.v[e]), exact(e), x0 + e);
-        }
-      }
+  for (int e = 0; e < 4; ++e) hopeful |= Hopeful(bits.v[e], weight(e), rb.scale) ? 1u << e : 0u;
+  if (__any_sync(kFullMask, hopeful != 0)) {
+    // One exact offer per step, each lane its next hopeful entrant: the warp
+    // takes as many steps as its busiest lane (usually one) rather than one
+    // per element slot any lane needs, and the exact code (an exp, a
+    // logarithm, divisions) exists once, not four times: the loop's code
+    // outgrew the instruction cache (ncu: a third of the stalls were
+    // instruction fetch).
+    while (hopeful != 0) {
+      const int e = __ffs(hopeful) - 1;
+      hopeful &= hopeful - 1;
+      rejection::RaceOffer(best, RaceExponential(Pick(bits.v, e)), exact(e), x0 + e);
     }
     const float warp_best = WarpMin(best.token >= 0 ? best.key : kInfinity);
     Tighten(rb, warp_best);
@@ -1412,17 +1432,20 @@ __device__ __forceinline__ void ReadBlockBound(RaceBound& rb, unsigned* block_wo
 // error of ex2.approx and of rounding v * log2(e) (|v| <= 103.5) is below
 // 1e-5, ExpDet's 2 ulp below 3e-7: a 0.1% margin covers them (and the FMA's
 // one rounding). The additive 2^-126 covers subnormal results, which the
-// .ftz form (one SASS instruction) flushes to 0. `up` >= ExpDet(v) >= `lo`;
-// both 0 where ExpDet is 0 (v <= -103.5, -inf, NaN; the sweep pads the row's
-// tail and the slots outside a share with -inf). The bounds only prune, so
-// they need not be bit-reproducible (FMA allowed); the outcome is.
+// .ftz form (one SASS instruction) flushes to 0. `up` >= ExpDet(v) >= `lo`
+// without a select where ExpDet is 0 (v <= -103.5, -inf; the sweep pads the
+// row's tail and the slots outside a share with -inf): ex2 flushes to 0
+// there, so up is 2^-126 and lo -2^-126, still bounds, and the hot loop is
+// four instructions a quad shorter. A NaN value (an invalid row, whose
+// outcome is an error whatever the race picks) gives NaN and 3.3e38. The
+// bounds only prune, so they need not be bit-reproducible (FMA allowed); the
+// outcome is.
 __device__ __forceinline__ void LogProbabilityBounds(float v, float& up, float& lo) {
   float approx;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(__fmul_rn(v, 1.44269504f)));
-  const bool positive = v > -103.5f;
-  up = positive ? __fmaf_rn(approx, 1.001f, kFloatMinNormal) : 0.0f;
+  up = __fmaf_rn(approx, 1.001f, kFloatMinNormal);
   // ex2 may overflow to +inf a little before ExpDet does (ExpDet(v) >= 3.39e38 there).
-  lo = positive ? fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f) : 0.0f;
+  lo = fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f);
 }
 
 // The race weights of one quad (tokens x0 .. x0+3): p (target race) and
@@ -1472,12 +1495,14 @@ struct LogProbabilityQuad {
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
 
   // Exact weights, as the reference computes them.
-  __device__ __forceinline__ float ExactTarget(int e) const { return rejection::LogProbabilityToProbability(tv[e]); }
+  __device__ __forceinline__ float ExactTarget(int e) const {
+    return rejection::LogProbabilityToProbability(Pick(tv, e));
+  }
   __device__ __forceinline__ float ExactResidual(int e) const {
     const float p = ExactTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
       // As QuadWeights: fmaxf(p - q, 0) is ResidualWeight (p = q = +inf: NaN -> 0, as there).
-      return fmaxf(detmath::Sub(p, rejection::LogProbabilityToProbability(dv[e])), 0.0f);
+      return fmaxf(detmath::Sub(p, rejection::LogProbabilityToProbability(Pick(dv, e))), 0.0f);
     } else {
       return rejection::ResidualWeight(p, OneHotDraft(e));
     }
@@ -1496,6 +1521,22 @@ struct LogProbabilityQuad {
       return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
     } else {
       return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
+    }
+  }
+  // Lower bounds: max(0, p - q) >= max(0, p_lo - q_up).
+  __device__ __forceinline__ float LowerTarget(int e) const {
+    float up, lo;
+    LogProbabilityBounds(tv[e], up, lo);
+    return lo;
+  }
+  __device__ __forceinline__ float LowerResidual(int e) const {
+    const float p_lo = LowerTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      float q_up, q_lo;
+      LogProbabilityBounds(dv[e], q_up, q_lo);
+      return fmaxf(detmath::Sub(p_lo, q_up), 0.0f);
+    } else {
+      return fmaxf(detmath::Sub(p_lo, OneHotDraft(e)), 0.0f);
     }
   }
   // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
@@ -1549,13 +1590,13 @@ struct LogitQuad {
 
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
   __device__ __forceinline__ float ExactTarget(int e) const {
-    return rejection::ProbabilityOf(w.target_probability, tv[e]);
+    return rejection::ProbabilityOf(w.target_probability, Pick(tv, e));
   }
   __device__ __forceinline__ float ExactResidual(int e) const {
     const float p = ExactTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
       // As QuadWeights: fmaxf(p - q, 0) is ResidualWeight.
-      return fmaxf(detmath::Sub(p, rejection::ProbabilityOf(w.draft_probability, dv[e])), 0.0f);
+      return fmaxf(detmath::Sub(p, rejection::ProbabilityOf(w.draft_probability, Pick(dv, e))), 0.0f);
     } else {
       return rejection::ResidualWeight(p, OneHotDraft(e));
     }
@@ -1582,6 +1623,22 @@ struct LogitQuad {
       return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
     } else {
       return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
+    }
+  }
+  // Lower bounds: max(0, p - q) >= max(0, p_lo - q_up).
+  __device__ __forceinline__ float LowerTarget(int e) const {
+    float up, lo;
+    TargetBounds(e, up, lo);
+    return lo;
+  }
+  __device__ __forceinline__ float LowerResidual(int e) const {
+    const float p_lo = LowerTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      float q_up, q_lo;
+      DraftBounds(e, q_up, q_lo);
+      return fmaxf(detmath::Sub(p_lo, q_up), 0.0f);
+    } else {
+      return fmaxf(detmath::Sub(p_lo, OneHotDraft(e)), 0.0f);
     }
   }
   // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
@@ -1617,14 +1674,14 @@ __device__ __forceinline__ void RaceBoundedQuad(const Quad& quad, const Philox4x
     if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
     ReadBlockBound(residual_bound, &block.residual);
     RaceOneQuad(
-        bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.ExactResidual(e); }, x0,
-        residual_bound, best_residual, &block.residual);
+        bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.LowerResidual(e); },
+        [&](int e) { return quad.ExactResidual(e); }, x0, residual_bound, best_residual, &block.residual);
   }
   if (feed_target) {
     ReadBlockBound(target_bound, &block.target);
     RaceOneQuad(
-        bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.ExactTarget(e); }, x0,
-        target_bound, best_target, &block.target);
+        bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.LowerTarget(e); },
+        [&](int e) { return quad.ExactTarget(e); }, x0, target_bound, best_target, &block.target);
   }
 }
 
@@ -1659,8 +1716,8 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
   } else {
     float p[4], r[4];
     QuadWeights<M, R>(w, tv, dv, x0, in_share, checks, p, r);
-    const auto weight_p = [&](int e) { return p[e]; };
-    const auto weight_r = [&](int e) { return r[e]; };
+    const auto weight_p = [&](int e) { return Pick(p, e); };
+    const auto weight_r = [&](int e) { return Pick(r, e); };
     const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
     if constexpr (kResidual) {
       if (feed_target) {
@@ -1668,11 +1725,11 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
         feed_target = !__any_sync(kFullMask, lane_has_residual);
       }
       ReadBlockBound(residual_bound, &block.residual);
-      RaceOneQuad(bits, weight_r, weight_r, x0, residual_bound, best_residual, &block.residual);
+      RaceOneQuad(bits, weight_r, weight_r, weight_r, x0, residual_bound, best_residual, &block.residual);
     }
     if (feed_target) {
       ReadBlockBound(target_bound, &block.target);
-      RaceOneQuad(bits, weight_p, weight_p, x0, target_bound, best_target, &block.target);
+      RaceOneQuad(bits, weight_p, weight_p, weight_p, x0, target_bound, best_target, &block.target);
     }
   }
 }
