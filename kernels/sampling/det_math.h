@@ -160,10 +160,13 @@ SV_HD float MaxF(float a, float b) {
 // softmax normalizer evaluates it once per vocabulary element
 // (LogitWeight), where ExpDet's FMA-free polynomial and branches made the
 // pass compute-bound.
-SV_HD float Exp2Det(float t) {
-  // Clamping keeps every step below exact and in range; -152 (also NaN's
-  // image) still rounds to 0 and 129 overflows to +inf in the final multiply.
-  t = MinF(MaxF(t, -152.0f), 129.0f);
+// 2^t = p * 2^n for t in [-152, 129]: n = round-half-even(t), p = 2^(t - n)
+// in [0.70, 1.42] (Exp2Det's reduction and polynomial).
+struct Exp2Split {
+  float p;
+  int32_t n;
+};
+SV_HD Exp2Split Exp2Reduce(float t) {
   // n = round-half-even(t) with the 1.5 * 2^23 trick; r = t - n is exact, in [-0.5, 0.5].
   constexpr float kRoundMagic = 12582912.0f;  // 1.5 * 2^23
   const float shifted = Add(t, kRoundMagic);
@@ -178,12 +181,30 @@ SV_HD float Exp2Det(float t) {
   q = Fma(q, r, 5.550332740e-2f);
   q = Fma(q, r, 2.402264774e-1f);
   q = Fma(q, r, 6.931471825e-1f);
-  const float p = Fma(q, r, 1.0f);  // in [0.70, 1.42]
+  return Exp2Split{Fma(q, r, 1.0f), n};
+}
+
+SV_HD float Exp2Det(float t) {
+  // Clamping keeps every step below exact and in range; -152 (also NaN's
+  // image) still rounds to 0 and 129 overflows to +inf in the final multiply.
+  t = MinF(MaxF(t, -152.0f), 129.0f);
+  const Exp2Split e = Exp2Reduce(t);
   // p * 2^n in two steps: an exact exponent add of n1 = clamp(n, -125, 127)
   // (the result stays normal), then one rounding multiply by 2^(n - n1), n - n1
   // in [-27, 2] (1 unless the result is subnormal or overflows).
-  const int32_t n1 = n < -125 ? -125 : (n > 127 ? 127 : n);
-  return Mul(BitsToFloat(FloatToBits(p) + (static_cast<uint32_t>(n1) << 23)), Pow2(n - n1));
+  const int32_t n1 = e.n < -125 ? -125 : (e.n > 127 ? 127 : e.n);
+  return Mul(BitsToFloat(FloatToBits(e.p) + (static_cast<uint32_t>(n1) << 23)), Pow2(e.n - n1));
+}
+
+// Exp2Det(t) for t in [-125, 0], bit for bit, in about 14 instructions
+// instead of 21: there the clamps change nothing, n lies in [-125, 0], and
+// p * 2^n is the exact exponent add alone (the multiply by 2^0 is exact). The
+// softmax normalizer's row pass, issue-bound on this exp, takes it when a
+// thread's smallest exponent is in range (sampling_math_test compares the two
+// over the whole range).
+SV_HD float Exp2DetNonPositive(float t) {
+  const Exp2Split e = Exp2Reduce(t);
+  return BitsToFloat(FloatToBits(e.p) + (static_cast<uint32_t>(e.n) << 23));
 }
 
 // Natural log of a positive normal float (the uniforms here are >= 2^-24).

@@ -229,6 +229,46 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
   }
 }
 
+// Every row of a logits batch is normalized at its own sequence's
+// temperature: the row pass looks the sequence up per block (a warp-wide
+// search over the draft offsets, two steps past 32 sequences). Temperatures
+// differ per sequence here, greedy (T = 0) rows among sampled ones, so a row
+// weighed at a neighbour's temperature changes the outcome. V = 8200: two
+// whole chunks (the fast path, and for greedy rows its fallback) and a
+// partial one; V = 4099: no whole chunk (rows not a multiple of 4).
+TEST_F(RejectionCudaTest, EachRowIsNormalizedAtItsOwnSequencesTemperature) {
+  for (const int32_t b : {5, 40, 70}) {
+    for (const int32_t vocab : {8200, 4099}) {
+      for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16}) {
+        for (bool draft : {true, false}) {
+          SamplingWorkloadOptions o;
+          o.num_sequences = b;
+          o.vocab_size = vocab;
+          o.gamma_min = 1;
+          o.gamma_max = 6;
+          o.dtype = dtype;
+          o.kind = SampleValueKind::kLogits;
+          o.has_draft_probs = draft;
+          o.shape = DistributionShape::kMixed;
+          o.seed = 7000 + b + vocab;
+          auto w = GenerateSamplingWorkload(o);
+          ASSERT_TRUE(w.ok());
+          RejectionBatchInput in = w->input();
+          std::vector<SequenceSamplingParams> sequences(in.sequences, in.sequences + b);
+          for (int32_t i = 0; i < b; ++i) {
+            sequences[i].temperature = i % 7 == 3 ? 0.0f : 0.25f + 0.15f * static_cast<float>(i % 11);
+          }
+          in.sequences = sequences.data();
+          const std::string what = absl::StrCat("b ", b, " V ", vocab, " dtype ", static_cast<int>(dtype), " draft ",
+                                                draft, " seed ", o.seed);
+          DeviceRunner runner;
+          ExpectSameOutputs(runner.Run(in), RunCpu(in), what);
+        }
+      }
+    }
+  }
+}
+
 // Rows read through row tables (scattered, in reverse order) give the CPU
 // reference's outputs on the contiguous rows, bit for bit.
 TEST_F(RejectionCudaTest, RowTablesMatchTheContiguousReference) {

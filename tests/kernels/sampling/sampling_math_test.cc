@@ -76,6 +76,38 @@ TEST(DetMathTest, ExpWithinTwoUlpOverTheSoftmaxRange) {
   EXPECT_GT(detmath::ExpDet(-100.0f), 0.0f);  // subnormal range handled
 }
 
+// The row pass's fast exp is Exp2Det itself wherever the row pass takes it
+// (every exponent in [-125, 0]): the GPU's normalizer and the CPU reference
+// (which calls Exp2Det) must agree bit for bit.
+TEST(DetMathTest, Exp2NonPositiveIsExp2DetBitForBitOnItsRange) {
+  const auto same_bits = [](float t) {
+    return detmath::FloatToBits(detmath::Exp2DetNonPositive(t)) == detmath::FloatToBits(detmath::Exp2Det(t));
+  };
+  const uint32_t last = detmath::FloatToBits(-125.0f);  // negative floats: bits grow with |t|
+  int64_t checked = 0;
+  for (uint64_t bits = 0x80000000u; bits <= last; bits += 997) {
+    const float t = detmath::BitsToFloat(static_cast<uint32_t>(bits));
+    ASSERT_TRUE(same_bits(t)) << "t = " << t;
+    ++checked;
+  }
+  EXPECT_GT(checked, 1000000);
+  // Every float near the ends and around the rounding ties of n.
+  for (uint32_t k = 0; k < 100000; ++k) {
+    ASSERT_TRUE(same_bits(detmath::BitsToFloat(last - k))) << "k = " << k;
+    ASSERT_TRUE(same_bits(detmath::BitsToFloat(0x80000000u + k))) << "k = " << k;
+  }
+  for (int32_t n = -125; n <= 0; ++n) {
+    for (const float t : {static_cast<float>(n), n - 0.5f, n + 0.5f}) {
+      if (t < -125.0f || t > 0.0f) continue;
+      ASSERT_TRUE(same_bits(t)) << "t = " << t;
+      ASSERT_TRUE(same_bits(std::nextafter(t, 0.0f))) << "t = " << t;
+      ASSERT_TRUE(same_bits(std::nextafter(t, -200.0f)) || std::nextafter(t, -200.0f) < -125.0f) << "t = " << t;
+    }
+  }
+  EXPECT_EQ(detmath::Exp2DetNonPositive(0.0f), 1.0f);
+  EXPECT_EQ(detmath::Exp2DetNonPositive(-125.0f), std::ldexp(1.0f, -125));
+}
+
 // The softmax weights' exp (LogitWeight): 2^t within 1 ulp for normal
 // results, within one step of 2^-149 for subnormal ones, 0 from -151 and
 // +inf from 128.
