@@ -23,11 +23,17 @@ using rejection::RowProbability;
 constexpr int kThreads = rejection::kChunkLanes;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLaneWidth);
-// The occupancy the race kernel is compiled for (__launch_bounds__ min
+// The occupancies the race kernel is compiled for (__launch_bounds__ min
 // blocks): 3 blocks of 256 threads leave 80 registers per thread (4 blocks
-// forced 64 registers and spilled). The launcher plans 2 or 3 blocks per SM
-// by batch size (RejectionRaceBlocksPerSm), always one wave.
+// forced 64 registers and spilled); 2 blocks leave 128, and the
+// log-probability and logits races, which spill a few bytes at 80, run
+// without spills (H100, B=8: log-probabilities 14.97 -> 14.72 us, logits
+// 56.8 -> 56.3 us, bench/sampling/results/2026-11-25-race-floors). The
+// launcher plans 2 or 3 blocks per SM by batch size
+// (RejectionRaceBlocksPerSm), always one wave, and takes the kernel
+// compiled for its plan.
 constexpr int kRaceBlocksPerSm = 3;
+constexpr int kRaceBlocksPerSmSmall = 2;
 // The row pass holds a chunk's 16 values per thread in registers between its
 // maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers).
 constexpr int kRowPassBlocksPerSm = 6;
@@ -1890,8 +1896,8 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
            (ChecksPassedFor<kKind>(checks.draft_poison, checks.draft_low) ? 0 : 2);
 }
 
-template <SampleDtype D, RaceMode M>
-__global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(RaceArgs a) {
+template <SampleDtype D, RaceMode M, int kMinBlocksPerSm>
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(RaceArgs a) {
   using Traits = RaceModeTraits<M>;
   __shared__ unsigned long long warp_words[kWarps];
   __shared__ int32_t warp_flags[kWarps];
@@ -2081,7 +2087,7 @@ cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
     void (*kernel)(RaceArgs);
     int32_t blocks;
   };
-  static constexpr int kEntries = 12;  // 3 dtypes x 4 modes
+  static constexpr int kEntries = 24;  // 3 dtypes x 4 modes x 2 occupancies
   static Entry cache[kEntries] = {};
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -2147,22 +2153,29 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
   // Log-probabilities need no row pass (unless validate_full_rows): the race
   // kernel converts the two scalars per position and the sampled row(s) as it
   // reads them.
-  void (*race)(RaceArgs) = logits_exact                        ? AcceptRaceKernel<D, RaceMode::kLogitsExact>
-                            : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid>
-                            : in.kind == SampleValueKind::kLogProbabilities
-                                ? AcceptRaceKernel<D, RaceMode::kLogProbabilities>
-                                : AcceptRaceKernel<D, RaceMode::kProbabilities>;
-  // Never plan for more blocks per SM than fit (registers: the race kernels
-  // are compiled for 3 blocks of 256 threads; shared memory: 40 KB of
-  // staging each): a plan beyond that is a second wave.
+  const auto race_kernel = [&](auto min_blocks) -> void (*)(RaceArgs) {
+    constexpr int kMin = decltype(min_blocks)::value;
+    return logits_exact                          ? AcceptRaceKernel<D, RaceMode::kLogitsExact, kMin>
+           : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid, kMin>
+           : in.kind == SampleValueKind::kLogProbabilities ? AcceptRaceKernel<D, RaceMode::kLogProbabilities, kMin>
+                                                           : AcceptRaceKernel<D, RaceMode::kProbabilities, kMin>;
+  };
+  void (*race)(RaceArgs) = race_kernel(std::integral_constant<int, kRaceBlocksPerSm>{});
+  // Never plan for more blocks per SM than fit (registers: 80 or 128 per
+  // thread, kRaceBlocksPerSm; shared memory: 40 KB of staging a block): a
+  // plan beyond that is a second wave. A plan of 2 or fewer takes the
+  // kernel compiled for 2.
   int32_t fit = 0;
   if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
+  int32_t blocks_per_sm = std::min(
+      scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm : RejectionRaceBlocksPerSm(in.num_sequences), fit);
+  if (blocks_per_sm <= kRaceBlocksPerSmSmall) {
+    race = race_kernel(std::integral_constant<int, kRaceBlocksPerSmSmall>{});
+    if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
+    blocks_per_sm = std::min(blocks_per_sm, fit);
+  }
   RaceArgs args{in, params.output, layout, num_target_rows,
-                RejectionRaceBlocksPerSequence(
-                    in.num_sequences, in.vocab_size, scratch.num_sms,
-                    std::min(scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm
-                                                            : RejectionRaceBlocksPerSm(in.num_sequences),
-                             fit)),
+                RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms, blocks_per_sm),
                 logits_exact,
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
