@@ -15,7 +15,8 @@
 //     kernel (one thread per sequence; programmatic dependent launch on
 //     sm_90) reads the word, writes every output and clears the word, so
 //     graph replays need no memset. G is chosen for 2 blocks per SM below 32
-//     sequences and 3 from 32 on (RejectionRaceBlocksPerSm), in one wave.
+//     sequences and 3 from 32 on (RejectionRaceBlocksPerSm), in one wave; the
+//     race kernel is compiled for each of the two occupancies.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; the
 //     last chunk of a row combines the row), then, with top-k/top-p, a filter
