@@ -886,6 +886,11 @@ __device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr,
 template <SampleDtype D>
 __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
   __shared__ FilterShared sh;
+  // A programmatic dependent of the combine grid (sm_90): every block waits
+  // for it before anything else, early returns included, so that the race
+  // (this grid's dependent) may rely on both grids having completed.
+  race_result::WaitForPrimaryGrid();
+  race_result::AllowDependentLaunch();
   const RejectionBatchInput& in = a.in;
   const int64_t row = blockIdx.x;
   const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, 1);
@@ -2147,8 +2152,15 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     if (cudaError_t e = cudaLaunchKernelEx(&config, CombineRowsKernel, args); e != cudaSuccess) return e;
   }
   if (logits_exact && in.any_top_k_top_p) {
-    FilterKernel<D><<<static_cast<unsigned>(num_target_rows), kFilterThreads, 0, stream>>>(FilterArgs{in, layout});
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(static_cast<unsigned>(num_target_rows));
+    config.blockDim = dim3(kFilterThreads);
+    config.stream = stream;
+    config.attrs = dependent ? &attribute : nullptr;
+    config.numAttrs = dependent ? 1 : 0;
+    if (cudaError_t e = cudaLaunchKernelEx(&config, FilterKernel<D>, FilterArgs{in, layout}); e != cudaSuccess) {
+      return e;
+    }
   }
   // Log-probabilities need no row pass (unless validate_full_rows): the race
   // kernel converts the two scalars per position and the sampled row(s) as it
