@@ -18,9 +18,11 @@
 //     sequences and 3 from 32 on (RejectionRaceBlocksPerSm), in one wave; the
 //     race kernel is compiled for each of the two occupancies.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
-//     every target and draft row, online max + fixed-order double sum; the
-//     last chunk of a row combines the row), then, with top-k/top-p, a filter
-//     pass (one block per target row, radix select), then the launch above.
+//     every target and draft row, online max + fixed-order double sum), a
+//     combine kernel that folds each row's chunks (one warp per row), then,
+//     with top-k/top-p, a filter pass (one block per target row, radix
+//     select), then the launch above; on sm_90 each launch after the first
+//     is a programmatic dependent of the one before.
 //   validate_full_rows: the check pass (same shape as the normalizer pass) over
 //     every row first.
 // Bad inputs (draft id outside [0, V), NaN/Inf/negative values read) end up
