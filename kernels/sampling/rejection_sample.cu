@@ -271,6 +271,28 @@ __device__ __forceinline__ float WarpMin(float v) {
   return v;
 }
 
+// max(a, b), NaN if either is NaN (fmaxf drops a NaN operand).
+__device__ __forceinline__ float MaxKeepingNaN(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
+#endif
+}
+
+// min(a, b), NaN if either is NaN (fminf drops a NaN operand).
+__device__ __forceinline__ float MinKeepingNaN(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  float r;
+  asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+#else
+  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fminf(a, b);
+#endif
+}
+
 // a[e] for an index known only at run time, by selects: indexing a register
 // array with it would move the array to local memory.
 template <typename T>
@@ -339,25 +361,27 @@ __device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, fl
 }
 
 // The normalizer of a whole chunk of a sampled (T > 0) logits row: the hot
-// path of the logits pass, straight-line per element. Validity is a v * 0
-// poison (NaN once any value is infinite or NaN), the maximum a plain fmaxf
-// (its sign of zero may differ from the reference's first maximum, which
-// changes no weight: z - (+0) and z - (-0) are equal or both 0), and the
+// path of the logits pass, straight-line per element. Validity comes from
+// the NaN-keeping maximum and minimum (any infinite or NaN value makes one
+// of them non-finite), the maximum is a plain max on valid rows (its sign of
+// zero may differ from the reference's first maximum, which changes no
+// weight: z - (+0) and z - (-0) are equal or both 0), and the
 // weights the fixed-order lane sums of rejection_core.h. No argmax: only
 // greedy rows read it.
 __device__ __forceinline__ ChunkStats FullChunkStats(const float (&v)[kRounds][4], int32_t begin, float inv_t,
                                                      double* sum_shared, float* max_shared) {
-  float poison = 0.0f, m = -kInfinity, low = kInfinity;
+  float m = -kInfinity, low = kInfinity;
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      poison = __fmaf_rn(v[r][i], 0.0f, poison);
-      m = fmaxf(m, v[r][i]);
-      low = fminf(low, v[r][i]);
+      m = MaxKeepingNaN(m, v[r][i]);
+      low = MinKeepingNaN(low, v[r][i]);
     }
   }
-  const bool bad = __syncthreads_or(!(poison == 0.0f));
+  // Validity without a per-element poison: a NaN makes both NaN, +inf the
+  // maximum and -inf the minimum infinite.
+  const bool bad = __syncthreads_or(!(detmath::IsFinite(m) && detmath::IsFinite(low)));
   m = BlockMax(m, max_shared);
   const float scale = rejection::LogitScale(inv_t);
   // Every exponent t = (v - m) * scale is <= 0 (m is the maximum), and t is
@@ -1331,17 +1355,6 @@ struct ValueChecks {
   float target_poison = 0.0f, draft_poison = 0.0f;
   float target_low = 0.0f, draft_low = 0.0f;
 };
-
-// max(a, b), NaN if either is NaN (fmaxf drops a NaN operand).
-__device__ __forceinline__ float MaxKeepingNaN(float a, float b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  float r;
-  asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
-  return r;
-#else
-  return (a != a || b != b) ? __int_as_float(0x7fffffff) : fmaxf(a, b);
-#endif
-}
 
 template <SampleValueKind K>
 __device__ __forceinline__ void CheckValue(float v, float& poison, float& low) {
