@@ -5,4 +5,7 @@ if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_sampling_cuda)
   set_target_properties(rejection_bench PROPERTIES CUDA_STANDARD 17)
   target_include_directories(rejection_bench PRIVATE ${PROJECT_SOURCE_DIR})
   target_link_libraries(rejection_bench PRIVATE specverify_sampling_cuda specverify_sampling_workload CUDA::cudart_static)
+  # rejection_params.h's __host__ __device__ helpers call constexpr functions,
+  # as in the kernel library (sampling.cmake).
+  target_compile_options(rejection_bench PRIVATE $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr>)
 endif()
