@@ -27,7 +27,7 @@ struct FakeVerifierOptions {
   // Answer like the no-op backend: verified=false, k = gamma, no KV.
   bool noop = false;
   // GetServerInfo.backend; empty: "noop" or "fake" following `noop`.
-  std::string backend;
+  std::string backend{};
   // Extra service time per Verify request.
   int64_t delay_us = 0;
 };

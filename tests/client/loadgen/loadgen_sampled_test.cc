@@ -28,7 +28,9 @@ class LoadgenSampledTest : public ::testing::Test {
     if (server_ == nullptr) return;
     absl::StatusOr<int> code = server_->Stop();
     EXPECT_TRUE(code.ok()) << code.status();
-    if (code.ok()) EXPECT_EQ(*code, 0);
+    if (code.ok()) {
+      EXPECT_EQ(*code, 0);
+    }
     delete server_;
     server_ = nullptr;
   }

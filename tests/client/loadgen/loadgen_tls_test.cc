@@ -80,7 +80,9 @@ class LoadgenTlsTest : public ::testing::Test {
       if (*p == nullptr) continue;
       absl::StatusOr<int> code = (*p)->Stop();
       EXPECT_TRUE(code.ok()) << code.status();
-      if (code.ok()) EXPECT_EQ(*code, 0);
+      if (code.ok()) {
+        EXPECT_EQ(*code, 0);
+      }
       delete *p;
       *p = nullptr;
     }

@@ -52,7 +52,8 @@ absl::StatusOr<ServerProcess> ServerProcess::Start(const std::string& binary,
     const size_t at = text.find("listening on port ");
     const size_t end = at == std::string::npos ? at : text.find('\n', at);
     if (end != std::string::npos) {
-      absl::SimpleAtoi(text.substr(at + 18, end - at - 18), &port);
+      // A line that does not parse leaves port at 0: reported below with the text.
+      if (!absl::SimpleAtoi(text.substr(at + 18, end - at - 18), &port)) port = 0;
     }
   }
   // The read end stays open while the server runs (closing it would turn a

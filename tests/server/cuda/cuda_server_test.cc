@@ -306,7 +306,9 @@ TEST_F(CudaServerTest, TwoExecutorsShareTheGpuAndAFaultTakesOnlyOneOut) {
       continue;
     }
     EXPECT_THAT(Check(100 + i, 2, v1::KV_RETURN_INLINE, *r), IsOk());
-    if (failed > 0) EXPECT_EQ(r->timing().device(), 0);
+    if (failed > 0) {
+      EXPECT_EQ(r->timing().device(), 0);
+    }
   }
   EXPECT_EQ(failed, 1) << "exactly the batch that met the fault fails";
   EXPECT_THAT(server_->backend_health(), IsOk());
