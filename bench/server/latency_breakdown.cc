@@ -13,9 +13,10 @@
 // a plain gRPC round trip (issue #12's c=1 target: <= 40 us with KV none,
 // <= 60 us with rows inline).
 //
-//   specverify-latency-breakdown --address=127.0.0.1:50051 --gamma=8 \
-//       --row-bytes=4096 --sequences-per-request=4 --kv-return=inline \
+//   specverify-latency-breakdown --address=127.0.0.1:50051 --gamma=8
+//       --row-bytes=4096 --sequences-per-request=4 --kv-return=inline
 //       --requests=5000 --json=out.json
+// (one command line; a backslash ending a // line would continue the comment)
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -46,7 +47,7 @@ namespace {
 
 struct Series {
   std::string name;
-  std::vector<int64_t> ns;
+  std::vector<int64_t> ns{};
   int64_t Quantile(double q) const {
     if (ns.empty()) return 0;
     std::vector<int64_t> sorted = ns;
