@@ -234,8 +234,9 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
 // search over the draft offsets, two steps past 32 sequences). Temperatures
 // differ per sequence here, greedy (T = 0) rows among sampled ones, so a row
 // weighed at a neighbour's temperature changes the outcome. V = 8200: two
-// whole chunks (the fast path, and for greedy rows its fallback) and a
-// partial one; V = 4099: no whole chunk (rows not a multiple of 4).
+// whole chunks (sampled rows take the full-chunk path, greedy rows the
+// argmax one) and a partial one; V = 4099: no whole chunk (rows not a
+// multiple of 4).
 TEST_F(RejectionCudaTest, EachRowIsNormalizedAtItsOwnSequencesTemperature) {
   for (const int32_t b : {5, 40, 70}) {
     for (const int32_t vocab : {8200, 4099}) {
