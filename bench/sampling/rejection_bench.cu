@@ -18,11 +18,12 @@
 //
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
-//                        [--dtype fp32|bf16|fp16]
+//                        [--dtype fp32|bf16|fp16] [--filter-slices N]
 // --dtype stores the rows in that type (default fp32); the kind is then
 // reported as e.g. "logits_bf16" and the read floor reads the same bytes.
 // The top-k 50 + top-p 0.9 row runs in the full sweep and with --only at
-// B=8, gamma=8, V=151936 logits.
+// B=8, gamma=8, V=151936 logits; --filter-slices N (1-8) fixes the filter's
+// blocks per row instead of the launcher's choice, which the row reports.
 // Without a CUDA device it says so and exits 0.
 #include <cuda_runtime.h>
 
@@ -94,6 +95,7 @@ struct Options {
   std::string only_kind;
   int32_t only_b = 0, only_gamma = 0, only_vocab = 0;
   int32_t blocks_per_sm = 0;
+  int32_t filter_slices = 0;
   SampleDtype dtype = SampleDtype::kFloat32;
   std::string dtype_suffix;  // "" for fp32, "_bf16", "_fp16"
 };
@@ -241,6 +243,7 @@ int Main(const Options& opt) {
   RejectionScratch scratch;
   BENCH_CUDA(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch));
   if (opt.blocks_per_sm > 0) scratch.race_blocks_per_sm = opt.blocks_per_sm;
+  scratch.filter_slices = opt.filter_slices;
   RejectionBatchOutput out;
   BENCH_CUDA(cudaMalloc(&out.accepted_lengths, max_b * sizeof(int32_t)));
   BENCH_CUDA(cudaMalloc(&out.next_tokens, max_b * sizeof(int32_t)));
@@ -384,8 +387,11 @@ int Main(const Options& opt) {
           rows.push_back(Row{kind_name, "cuda_rejection_topk50_topp0.9", 8, gamma, vocab, 8,
                              RejectionRaceBlocksPerSequence(8, vocab, scratch.num_sms, scratch.race_blocks_per_sm), 0,
                              filtered});
-          std::printf("%s B=8 gamma=8 V=151936 top-k 50 + top-p 0.9: median %.2f us p95 %.2f us\n",
-                      kind_name.c_str(), filtered.median_us, filtered.p95_us);
+          int32_t slices = opt.filter_slices;
+          if (slices == 0) BENCH_CUDA(RejectionFilterSlices(opt.dtype, int64_t{8} * (gamma + 1), &slices));
+          std::printf("%s B=8 gamma=8 V=151936 top-k 50 + top-p 0.9: median %.2f us p95 %.2f us (filter: %d blocks "
+                      "per row)\n",
+                      kind_name.c_str(), filtered.median_us, filtered.p95_us, slices);
           for (void* p : set.owned) cudaFree(p);
         }
       }
@@ -440,6 +446,12 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--blocks-per-sm" && i + 1 < argc) {
       opt.blocks_per_sm = std::atoi(argv[++i]);
+    } else if (a == "--filter-slices" && i + 1 < argc) {
+      opt.filter_slices = std::atoi(argv[++i]);
+      if (opt.filter_slices < 1 || opt.filter_slices > 8) {
+        std::fprintf(stderr, "--filter-slices N: 1 to 8\n");
+        return 2;
+      }
     } else if (a == "--only" && i + 1 < argc) {
       char kind[32] = {};
       if (std::sscanf(argv[++i], "%31[a-z],%d,%d,%d", kind, &opt.only_b, &opt.only_gamma, &opt.only_vocab) != 4) {
@@ -450,7 +462,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
-                   "[--blocks-per-sm N] [--dtype fp32|bf16|fp16]\n",
+                   "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N]\n",
                    argv[0]);
       return 2;
     }

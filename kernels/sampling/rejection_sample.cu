@@ -1,9 +1,11 @@
 #include "kernels/sampling/rejection_sample.h"
 
+#include <cooperative_groups.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <type_traits>
 
@@ -37,7 +39,12 @@ constexpr int kRaceBlocksPerSmSmall = 2;
 // The row pass holds a chunk's 16 values per thread in registers between its
 // maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers).
 constexpr int kRowPassBlocksPerSm = 6;
-constexpr int kFilterThreads = 1024;
+// The filter: 512 threads, two blocks per SM, and up to kFilterMaxSlices
+// blocks per row (a thread-block cluster on sm_90) so that B=8's 72 target
+// rows keep every SM reading instead of half of them.
+constexpr int kFilterThreads = 512;
+constexpr int kFilterBlocksPerSm = 2;
+constexpr int kFilterMaxSlices = 8;
 // The race sweep streams its row share through shared memory with
 // asynchronous copies (sm_80+), kStageLookahead quads per thread in flight,
 // without holding registers for them: 4 quads of two rows is 32 KB per block
@@ -152,25 +159,12 @@ __device__ __forceinline__ void Load4(const void* row, int32_t x, int32_t end, b
   for (int i = 0; i < 4; ++i) out[i] = x + i < end ? LoadOne<D>(row, x + i) : pad;
 }
 
-// Largest i in [0, b) with key(i) <= r, key(i) = offsets[i] + i * extra.
-__device__ int32_t SequenceOfRow(const int32_t* offsets, int32_t b, int64_t r, int32_t extra) {
-  int32_t lo = 0, hi = b - 1;
-  while (lo < hi) {
-    const int32_t mid = (lo + hi + 1) / 2;
-    if (static_cast<int64_t>(offsets[mid]) + static_cast<int64_t>(mid) * extra <= r) {
-      lo = mid;
-    } else {
-      hi = mid - 1;
-    }
-  }
-  return lo;
-}
-
-// SequenceOfRow with the whole warp, which must call it with the same
-// arguments (every lane gets the answer): each step probes 32 evenly spaced
-// keys at once and keeps the span from the last one <= r, so b <= 32 takes
-// one memory round trip and b <= 1024 two, where the binary search took
-// log2(b) dependent loads. The row pass looks up every block's sequence (its
+// The sequence of row r: the largest i in [0, b) with key(i) <= r, key(i) =
+// offsets[i] + i * extra. The whole warp calls it with the same arguments
+// (every lane gets the answer): each step probes 32 evenly spaced keys at
+// once and keeps the span from the last one <= r, so b <= 32 takes one
+// memory round trip and b <= 1024 two, where a binary search took log2(b)
+// dependent loads. The row pass looks up every block's sequence (its
 // temperature) before it can weigh a value: ncu put the pass's two largest
 // piles of stall samples on the waits for the offsets and the temperature.
 __device__ int32_t SequenceOfRowWarp(const int32_t* offsets, int32_t b, int64_t r, int32_t extra) {
@@ -333,6 +327,10 @@ struct RowPassArgs {
   int64_t num_draft_rows;
   int32_t num_chunks;
   RowPassMode mode;
+  // Blocks take the draft rows first, so that the target rows, which a
+  // top-k / top-p filter reads twice right after, are the ones the L2 still
+  // holds.
+  bool targets_last;
 };
 
 // Block max of one float per thread (any NaN is dropped: the callers check
@@ -486,7 +484,10 @@ __global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(R
   __shared__ double sum_shared[kThreads];
   __shared__ MaxArg max_shared[kWarps];
   const RejectionBatchInput& in = a.in;
-  const int64_t slot = blockIdx.x / a.num_chunks;
+  const int64_t order = blockIdx.x / a.num_chunks;
+  const int64_t slot = !a.targets_last             ? order
+                       : order < a.num_draft_rows ? a.num_target_rows + order
+                                                  : order - a.num_draft_rows;
   const int32_t c = blockIdx.x % a.num_chunks;
   const bool is_draft = slot >= a.num_target_rows;
   const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
@@ -581,7 +582,41 @@ __device__ __forceinline__ float KeyToFloat(uint32_t key) {
 struct FilterArgs {
   RejectionBatchInput in;
   ScratchLayout scratch;
+  // Blocks per row: > 1 only as a thread-block cluster (sm_90 code), whose
+  // blocks each read a slice of the row and meet in shared memory.
+  int32_t slices;
 };
+
+// The cluster operations the filter's slices need. The portable PTX of the
+// build (compute_75) has no clusters; the launcher gives its kernels one
+// slice per row (FilterTakesClusters), where these are the block's own.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define SV_FILTER_HAS_CLUSTERS 0
+#else
+#define SV_FILTER_HAS_CLUSTERS 1
+#endif
+
+__device__ __forceinline__ void FilterSlicesSync(int32_t slices) {
+#if SV_FILTER_HAS_CLUSTERS
+  if (slices > 1) {
+    cooperative_groups::this_cluster().sync();
+    return;
+  }
+#endif
+  (void)slices;
+  __syncthreads();
+}
+
+// `p` (this block's shared memory) as it lies in the block of slice `rank`.
+template <typename T>
+__device__ __forceinline__ T* FilterSliceShared(T* p, int32_t slices, int32_t rank) {
+#if SV_FILTER_HAS_CLUSTERS
+  if (slices > 1) return cooperative_groups::this_cluster().map_shared_rank(p, static_cast<unsigned>(rank));
+#endif
+  (void)slices;
+  (void)rank;
+  return p;
+}
 
 // The filter finds its threshold on a shared-memory copy of the few
 // elements that can decide it (FlashInfer and vLLM select top-k/top-p
@@ -607,6 +642,8 @@ constexpr int kFilterBins = 2048;
 constexpr int kFilterBinShift = 21;  // 32 - 11 bits
 constexpr int kFilterCandidates = 2048;
 constexpr int kFilterWarps = kFilterThreads / 32;
+constexpr int kFilterBinsPerThread = kFilterBins / kFilterThreads;
+static_assert(kFilterBins % kFilterThreads == 0 && kFilterWarps <= 32);
 
 constexpr int kFilterGroupWords = kMaxChunks * kThreads / 32;  // one bit per (chunk, lane) of the chunk order
 
@@ -633,7 +670,8 @@ struct FilterShared {
   uint32_t prefix;
   uint32_t remaining;
   TopPUnits above, budget;
-  TopPUnits row_mass;  // top-p alone: the row's mass (kept mass before top-p)
+  TopPUnits row_mass;    // top-p alone: the row's mass (kept mass before top-p)
+  TopPUnits slice_mass;  // top-p alone: this block's slice's share of it
 };
 
 // Exclusive prefix sum over the 1024 threads of the filter block (thread
@@ -652,13 +690,13 @@ __device__ __forceinline__ T FilterBlockScan(T v, T* warp_totals, T& total) {
   if (lane == 31) warp_totals[warp] = x;
   __syncthreads();
   if (warp == 0) {
-    T w = warp_totals[lane];
+    T w = lane < kFilterWarps ? warp_totals[lane] : T(0);
 #pragma unroll
     for (int o = 1; o < 32; o *= 2) {
       const T y = __shfl_up_sync(kFullMask, w, o);
       if (lane >= o) w = w + y;
     }
-    warp_totals[lane] = w;
+    if (lane < kFilterWarps) warp_totals[lane] = w;
   }
   __syncthreads();
   total = warp_totals[kFilterWarps - 1];
@@ -667,35 +705,49 @@ __device__ __forceinline__ T FilterBlockScan(T v, T* warp_totals, T& total) {
   return base + exclusive;
 }
 
-// Calls f(x0, z, n) for every quad of the row, four quads per thread in
+// The quads [begin, end) of a row that one block of the filter reads.
+struct QuadSlice {
+  int32_t begin, end;
+};
+
+// Slice `rank` of `slices` near-equal ones, each a whole number of 32-quad
+// runs (512 B of fp32) so that no run is split between two blocks.
+__device__ __forceinline__ QuadSlice SliceOfRow(int32_t v, int32_t slices, int32_t rank) {
+  const int32_t quads = (v + 3) / 4;
+  const int32_t per = ((quads + slices - 1) / slices + 31) / 32 * 32;
+  const int32_t begin = min(quads, rank * per);
+  return QuadSlice{begin, min(quads, begin + per)};
+}
+
+// Calls f(x0, z, n) for every quad of the slice, four quads per thread in
 // flight: z holds elements x0 .. x0 + 3, of which the first n are the row's
 // (n < 4 only in the last quad when V % 4 != 0; the rest are -inf).
 template <SampleDtype D, typename F>
-__device__ __forceinline__ void ForEachRowQuad(const void* row_ptr, int32_t v, F&& f) {
+__device__ __forceinline__ void ForEachSliceQuad(const void* row_ptr, int32_t v, QuadSlice slice, F&& f) {
   const bool vector_ok = v % 4 == 0;
-  const int32_t quads = (v + 3) / 4;
   constexpr int kUnroll = 4;
-  for (int32_t q0 = threadIdx.x; q0 < quads; q0 += kFilterThreads * kUnroll) {
+  for (int32_t q0 = slice.begin + static_cast<int32_t>(threadIdx.x); q0 < slice.end;
+       q0 += kFilterThreads * kUnroll) {
     float z[kUnroll][4];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int32_t q = q0 + u * kFilterThreads;
-      if (q < quads) Load4<D>(row_ptr, 4 * q, v, vector_ok, z[u], -kInfinity);
+      if (q < slice.end) Load4<D>(row_ptr, 4 * q, v, vector_ok, z[u], -kInfinity);
     }
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int32_t q = q0 + u * kFilterThreads;
-      if (q < quads) f(4 * q, z[u], min(4, v - 4 * q));
+      if (q < slice.end) f(4 * q, z[u], min(4, v - 4 * q));
     }
   }
 }
 
-// Calls f(x, z) for every element of the row, in ForEachRowQuad's order.
+// Calls f(x, z) for every element of the slice, in ForEachSliceQuad's order.
 // Whole quads take no per-element bounds test: as a branch per element it
 // was a good part of the filter passes' instructions.
 template <SampleDtype D, typename F>
-__device__ __forceinline__ void ForEachRowValue(const void* row_ptr, int32_t v, F&& f) {
-  ForEachRowQuad<D>(row_ptr, v, [&](int32_t x0, const float (&z)[4], int n) {
+__device__ __forceinline__ void ForEachSliceValue(const void* row_ptr, int32_t v, QuadSlice slice, F&& f) {
+  ForEachSliceQuad<D>(row_ptr, v, slice, [&](int32_t x0, const float (&z)[4], int n) {
     if (n == 4) {
 #pragma unroll
       for (int i = 0; i < 4; ++i) f(x0 + i, z[i]);
@@ -908,7 +960,7 @@ __device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr,
 }
 
 template <SampleDtype D>
-__global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
+__global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKernel(FilterArgs a) {
   __shared__ FilterShared sh;
   // A programmatic dependent of the combine grid (sm_90): every block waits
   // for it before anything else, early returns included, so that the race
@@ -916,23 +968,31 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
   race_result::WaitForPrimaryGrid();
   race_result::AllowDependentLaunch();
   const RejectionBatchInput& in = a.in;
-  const int64_t row = blockIdx.x;
-  const int32_t seq = SequenceOfRow(in.draft_offsets, in.num_sequences, row, 1);
+  const int32_t slices = a.slices;
+  const int64_t row = blockIdx.x / slices;
+  const int32_t rank = static_cast<int32_t>(blockIdx.x % slices);
+  // Every early return below depends on the row alone, so the blocks of a
+  // cluster leave together and never wait at a cluster barrier for one
+  // that left.
+  const int32_t seq = SequenceOfRowWarp(in.draft_offsets, in.num_sequences, row, 1);
   const SequenceSamplingParams s = in.sequences[seq];
   if (rejection::SequenceParamsCode(in.kind, in.method, s) != kRejectionOk || !(s.temperature > 0.0f) ||
       !rejection::IsFiltered(s)) {
     return;
   }
-  DeviceRowNorm norm = a.scratch.norms[row];
-  if (norm.flags != 0) return;
+  DeviceRowNorm* const norm = &a.scratch.norms[row];
+  if (norm->flags != 0) return;
   const float inv_t = rejection::InverseTemperature(s.temperature);
   const float scale = rejection::LogitScale(inv_t);
-  const float row_max = norm.norm.max;
+  const float row_max = norm->norm.max;
   const void* row_ptr = SampledRowAddress(in, false, row);
   const int32_t v = in.vocab_size;
   const int t = threadIdx.x;
   const bool top_k = s.top_k > 0 && s.top_k < v;
   const bool top_p = s.top_p < 1.0f;
+  // Neither rule cuts anything: the kept mass is the whole row's (step 4,
+  // the first slice's block alone).
+  if (!top_k && !top_p && rank != 0) return;
 
   uint32_t threshold = 0;
   if (top_k || top_p) {
@@ -940,83 +1000,109 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
       sh.cut_rank = -1;
       sh.cursor = 0;
     }
+    const QuadSlice slice = SliceOfRow(v, slices, rank);
     bool candidates = false;
     uint32_t first_prefix = 0, first_mask = 0;
     int first_shift = 24;
     uint32_t count_above_cut = 0;
     {
-      // 1. The coarse histogram (top-p alone: and the row's mass in top-p
-      // units, as the reference's kept mass).
+      // 1. The coarse histogram of this block's slice (top-p alone: and the
+      // slice's mass in top-p units, for the reference's kept mass).
       for (int b = t; b < kFilterBins; b += kFilterThreads) sh.bin_count[b] = 0;
       __syncthreads();
       const bool row_mass = top_p && !top_k;
       TopPUnits mass = 0;
       // Two loops, so that the common one (top-k) carries no mass test.
       if (row_mass) {
-        ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
+        ForEachSliceValue<D>(row_ptr, v, slice, [&](int32_t, float z) {
           atomicAdd(&sh.bin_count[OrderedKey(z) >> kFilterBinShift], 1u);
           mass += rejection::TopPMassUnits(rejection::ScaledLogitWeight(z, row_max, scale));
         });
+        TopPUnits total;
+        FilterBlockScan<TopPUnits>(mass, sh.warp_m, total);
+        if (t == 0) sh.slice_mass = total;
       } else {
-        ForEachRowValue<D>(row_ptr, v, [&](int32_t, float z) {
+        ForEachSliceValue<D>(row_ptr, v, slice, [&](int32_t, float z) {
           atomicAdd(&sh.bin_count[OrderedKey(z) >> kFilterBinShift], 1u);
         });
       }
-      if (row_mass) {
-        TopPUnits total;
-        FilterBlockScan<TopPUnits>(mass, sh.warp_m, total);
-        if (t == 0) sh.row_mass = total;
+      // Every slice's histogram (and mass) is complete, and the first
+      // slice's candidate cursor is 0.
+      FilterSlicesSync(slices);
+      if (row_mass && t == 0) {
+        TopPUnits total = 0;
+        for (int32_t r = 0; r < slices; ++r) total += *FilterSliceShared(&sh.slice_mass, slices, r);
+        sh.row_mass = total;
       }
-      __syncthreads();
-      // 2. The coarse bin of the decision. Thread t owns ranks 2t, 2t + 1
-      // (rank 0 = the top bin).
-      const int b0 = kFilterBins - 1 - 2 * t, b1 = b0 - 1;
-      const uint32_t c0 = sh.bin_count[b0], c1 = sh.bin_count[b1];
+      // 2. The coarse bin of the decision, from the row's histogram (the
+      // slices' summed: every block finds the same bin). Thread t owns ranks
+      // kFilterBinsPerThread * t + j (rank 0 = the top bin).
+      uint32_t c[kFilterBinsPerThread];
+      uint32_t thread_count = 0;
+#pragma unroll
+      for (int j = 0; j < kFilterBinsPerThread; ++j) {
+        const int b = kFilterBins - 1 - (kFilterBinsPerThread * t + j);
+        c[j] = 0;
+        for (int32_t r = 0; r < slices; ++r) c[j] += FilterSliceShared(sh.bin_count, slices, r)[b];
+        thread_count += c[j];
+      }
       uint32_t total_count;
-      const uint32_t above0 = FilterBlockScan<uint32_t>(c0 + c1, sh.warp_u, total_count);
-      const uint32_t above1 = above0 + c0;
+      uint32_t above[kFilterBinsPerThread];
+      above[0] = FilterBlockScan<uint32_t>(thread_count, sh.warp_u, total_count);
+#pragma unroll
+      for (int j = 1; j < kFilterBinsPerThread; ++j) above[j] = above[j - 1] + c[j - 1];
+      int rank_cut = -1;
       if (top_k) {
         const uint32_t k = static_cast<uint32_t>(s.top_k);
-        int rank = -1;
-        if (c0 > 0 && above0 < k) rank = 2 * t;
-        if (c1 > 0 && above1 < k) rank = 2 * t + 1;
-        if (rank >= 0) atomicMax(&sh.cut_rank, rank);
+#pragma unroll
+        for (int j = 0; j < kFilterBinsPerThread; ++j) {
+          if (c[j] > 0 && above[j] < k) rank_cut = kFilterBinsPerThread * t + j;
+        }
       } else {
         // Lower bounds on each bin's mass in top-p units: count x the units
         // of its lowest value (the slack covers the double sums' rounding).
-        const auto lower_mass = [&](int b, uint32_t c) {
-          if (c == 0) return 0.0;
-          const float low = KeyToFloat(static_cast<uint32_t>(b) << kFilterBinShift);
-          const float w = detmath::IsFinite(low) ? rejection::ScaledLogitWeight(fminf(low, row_max), row_max, scale)
-                                                 : 0.0f;
-          return static_cast<double>(c) * static_cast<double>(rejection::TopPMassUnits(w)) * 0.999;
-        };
-        const double m0 = lower_mass(b0, c0), m1 = lower_mass(b1, c1);
+        double m[kFilterBinsPerThread];
+        double thread_mass = 0.0;
+#pragma unroll
+        for (int j = 0; j < kFilterBinsPerThread; ++j) {
+          m[j] = 0.0;
+          if (c[j] > 0) {
+            const int b = kFilterBins - 1 - (kFilterBinsPerThread * t + j);
+            const float low = KeyToFloat(static_cast<uint32_t>(b) << kFilterBinShift);
+            const float w = detmath::IsFinite(low) ? rejection::ScaledLogitWeight(fminf(low, row_max), row_max, scale)
+                                                   : 0.0f;
+            m[j] = static_cast<double>(c[j]) * static_cast<double>(rejection::TopPMassUnits(w)) * 0.999;
+          }
+          thread_mass += m[j];
+        }
         double total_mass;
-        const double mabove0 = FilterBlockScan<double>(m0 + m1, sh.warp_d, total_mass);
-        const double mabove1 = mabove0 + m0;
+        double mabove = FilterBlockScan<double>(thread_mass, sh.warp_d, total_mass);
+        // FilterBlockScan's barriers also publish sh.row_mass.
         const double budget = static_cast<double>(rejection::TopPBudgetUnits(s.top_p, sh.row_mass));
-        int rank = -1;
-        if (c0 > 0 && mabove0 < budget) rank = 2 * t;
-        if (c1 > 0 && mabove1 < budget) rank = 2 * t + 1;
-        if (rank >= 0) atomicMax(&sh.cut_rank, rank);
+#pragma unroll
+        for (int j = 0; j < kFilterBinsPerThread; ++j) {
+          if (c[j] > 0 && mabove < budget) rank_cut = kFilterBinsPerThread * t + j;
+          mabove += m[j];
+        }
       }
+      if (rank_cut >= 0) atomicMax(&sh.cut_rank, rank_cut);
       __syncthreads();
       const int cut = sh.cut_rank;  // >= 0: the top non-empty bin always qualifies
-      if (cut == 2 * t) {
-        sh.cut_above = above0;
-        sh.num_candidates = above0 + c0;
-      } else if (cut == 2 * t + 1) {
-        sh.cut_above = above1;
-        sh.num_candidates = above1 + c1;
+      const int cut_j = cut - kFilterBinsPerThread * t;
+      if (cut_j >= 0 && cut_j < kFilterBinsPerThread) {
+        sh.cut_above = above[cut_j];
+        sh.num_candidates = above[cut_j] + c[cut_j];
       }
       __syncthreads();
       const uint32_t cut_bin = static_cast<uint32_t>(kFilterBins - 1 - cut);
       if (cut >= 0 && sh.num_candidates <= kFilterCandidates) {
-        // 3. The candidates: every element of bins >= the cut.
+        // 3. The candidates: every element of bins >= the cut, gathered from
+        // every slice into the first slice's shared memory.
         // One test per quad: candidates are rare, a branch per element was
-        // most of this pass's instructions.
-        ForEachRowQuad<D>(row_ptr, v, [&](int32_t x0, const float (&z)[4], int n) {
+        // most of this pass's instructions. (The first slice's addresses are
+        // mapped where a candidate is stored: held across the pass, they
+        // cost registers the loads need.)
+        ForEachSliceQuad<D>(row_ptr, v, slice, [&](int32_t x0, const float (&z)[4], int n) {
           uint32_t key[4];
           bool any = false;
 #pragma unroll
@@ -1028,10 +1114,10 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             if (i < n && (key[i] >> kFilterBinShift) >= cut_bin) {
-              const uint32_t c = atomicAdd(&sh.cursor, 1u);
-              sh.cand_key[c] = key[i];
-              sh.cand_weight[c] = rejection::ScaledLogitWeight(z[i], row_max, scale);
-              sh.cand_index[c] = x0 + i;
+              const uint32_t at = atomicAdd(FilterSliceShared(&sh.cursor, slices, 0), 1u);
+              FilterSliceShared(sh.cand_key, slices, 0)[at] = key[i];
+              FilterSliceShared(sh.cand_weight, slices, 0)[at] = rejection::ScaledLogitWeight(z[i], row_max, scale);
+              FilterSliceShared(sh.cand_index, slices, 0)[at] = x0 + i;
             }
           }
         });
@@ -1041,8 +1127,11 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
         first_shift = 13;
         count_above_cut = sh.cut_above;
       }
+      // Every candidate is in the first slice's shared memory, and no block
+      // reads another's any more: the other slices are done.
+      FilterSlicesSync(slices);
+      if (rank != 0) return;
     }
-    __syncthreads();
     if (candidates) {
       // The remaining digits in shared memory.
       uint32_t kept_from = 0;
@@ -1140,9 +1229,8 @@ __global__ void __launch_bounds__(kFilterThreads) FilterKernel(FilterArgs a) {
   if (t == 0) {
     double z_sum = 0.0;
     for (int32_t c = 0; c < num_chunks; ++c) z_sum = detmath::AddD(z_sum, sh.chunk_sum[c]);
-    norm.norm.threshold = threshold_value;
-    norm.norm.sum = static_cast<float>(z_sum);
-    a.scratch.norms[row] = norm;
+    norm->norm.threshold = threshold_value;
+    norm->norm.sum = static_cast<float>(z_sum);
   }
 }
 
@@ -2135,6 +2223,99 @@ cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
   return cudaSuccess;
 }
 
+// Whether the filter kernel the current device runs has clusters: sm_90
+// code, not the portable PTX compiled for an older architecture. Asked once
+// per kernel.
+template <SampleDtype D>
+cudaError_t FilterHasClusters(bool* yes) {
+  static std::atomic<int> known{0};  // 0 unknown, 1 no, 2 yes
+  if (const int k = known.load(std::memory_order_relaxed); k != 0) {
+    *yes = k == 2;
+    return cudaSuccess;
+  }
+  bool dependent = false;
+  if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
+  cudaFuncAttributes attributes{};
+  if (cudaError_t e = cudaFuncGetAttributes(&attributes, FilterKernel<D>); e != cudaSuccess) return e;
+  *yes = dependent && attributes.binaryVersion >= 90;
+  known.store(*yes ? 2 : 1, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+// Clusters of `slices` filter blocks that the device holds at once, asked
+// once per kernel and size (a host query: safe inside stream capture).
+template <SampleDtype D>
+cudaError_t FilterClustersThatFit(int32_t slices, int32_t* clusters) {
+  static std::atomic<int32_t> known[kFilterMaxSlices + 1] = {};  // 0 unknown, else clusters + 1
+  if (const int32_t k = known[slices].load(std::memory_order_relaxed); k != 0) {
+    *clusters = k - 1;
+    return cudaSuccess;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(slices));
+  config.blockDim = dim3(kFilterThreads);
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned>(slices);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  int n = 0;
+  if (cudaError_t e = cudaOccupancyMaxActiveClusters(&n, FilterKernel<D>, &config); e != cudaSuccess) return e;
+  *clusters = n;
+  known[slices].store(n + 1, std::memory_order_relaxed);
+  return cudaSuccess;
+}
+
+// The most slices per row (<= kFilterMaxSlices) whose clusters all run at
+// once: more would leave some rows to a second wave.
+template <SampleDtype D>
+cudaError_t FilterSlicesThatFit(int64_t rows, int32_t* slices) {
+  *slices = 1;
+  bool clusters_available = false;
+  if (cudaError_t e = FilterHasClusters<D>(&clusters_available); e != cudaSuccess || !clusters_available) return e;
+  for (int32_t s = kFilterMaxSlices; s >= 2; --s) {
+    int32_t fit = 0;
+    if (cudaError_t e = FilterClustersThatFit<D>(s, &fit); e != cudaSuccess) return e;
+    if (rows <= fit) {
+      *slices = s;
+      break;
+    }
+  }
+  return cudaSuccess;
+}
+
+template <SampleDtype D>
+cudaError_t LaunchFilter(const RejectionBatchInput& in, const ScratchLayout& layout, int64_t num_target_rows,
+                         int32_t requested_slices, const cudaLaunchAttribute* dependent, cudaStream_t stream) {
+  int32_t slices = 1;
+  bool clusters_available = false;
+  if (cudaError_t e = FilterHasClusters<D>(&clusters_available); e != cudaSuccess) return e;
+  if (requested_slices > 0) {
+    slices = clusters_available ? std::min(requested_slices, kFilterMaxSlices) : 1;
+  } else if (cudaError_t e = FilterSlicesThatFit<D>(num_target_rows, &slices); e != cudaSuccess) {
+    return e;
+  }
+  cudaLaunchAttribute attributes[2];
+  int n = 0;
+  if (dependent != nullptr) attributes[n++] = *dependent;
+  if (slices > 1) {
+    attributes[n].id = cudaLaunchAttributeClusterDimension;
+    attributes[n].val.clusterDim.x = static_cast<unsigned>(slices);
+    attributes[n].val.clusterDim.y = 1;
+    attributes[n].val.clusterDim.z = 1;
+    ++n;
+  }
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(num_target_rows * slices));
+  config.blockDim = dim3(kFilterThreads);
+  config.stream = stream;
+  config.attrs = n > 0 ? attributes : nullptr;
+  config.numAttrs = n;
+  return cudaLaunchKernelEx(&config, FilterKernel<D>, FilterArgs{in, layout, slices});
+}
+
 template <SampleDtype D>
 cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScratch& scratch, cudaStream_t stream) {
   const RejectionBatchInput& in = params.input;
@@ -2150,8 +2331,13 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
   if (row_pass) {
-    RowPassArgs args{in, layout, num_target_rows, num_draft_rows, num_chunks,
-                     logits_exact ? RowPassMode::kNormalize : RowPassMode::kCheck};
+    RowPassArgs args{in,
+                     layout,
+                     num_target_rows,
+                     num_draft_rows,
+                     num_chunks,
+                     logits_exact ? RowPassMode::kNormalize : RowPassMode::kCheck,
+                     logits_exact && in.any_top_k_top_p};
     const int64_t blocks = (num_target_rows + num_draft_rows) * num_chunks;
     RowPassKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -2165,13 +2351,9 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     if (cudaError_t e = cudaLaunchKernelEx(&config, CombineRowsKernel, args); e != cudaSuccess) return e;
   }
   if (logits_exact && in.any_top_k_top_p) {
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(static_cast<unsigned>(num_target_rows));
-    config.blockDim = dim3(kFilterThreads);
-    config.stream = stream;
-    config.attrs = dependent ? &attribute : nullptr;
-    config.numAttrs = dependent ? 1 : 0;
-    if (cudaError_t e = cudaLaunchKernelEx(&config, FilterKernel<D>, FilterArgs{in, layout}); e != cudaSuccess) {
+    if (cudaError_t e = LaunchFilter<D>(in, layout, num_target_rows, scratch.filter_slices,
+                                        dependent ? &attribute : nullptr, stream);
+        e != cudaSuccess) {
       return e;
     }
   }
@@ -2246,6 +2428,15 @@ int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size
   // 400 blocks for 396 slots, cost 24.3 us against 19.2 us in one wave).
   const int32_t wanted = std::max(1, blocks_per_sm) * std::max(1, num_sms) / std::max(1, num_sequences);
   return std::clamp(wanted, 1, MaxRaceBlocks(vocab_size));
+}
+
+cudaError_t RejectionFilterSlices(SampleDtype dtype, int64_t num_target_rows, int32_t* slices) {
+  switch (dtype) {
+    case SampleDtype::kFloat32: return FilterSlicesThatFit<SampleDtype::kFloat32>(num_target_rows, slices);
+    case SampleDtype::kFloat16: return FilterSlicesThatFit<SampleDtype::kFloat16>(num_target_rows, slices);
+    case SampleDtype::kBFloat16: return FilterSlicesThatFit<SampleDtype::kBFloat16>(num_target_rows, slices);
+  }
+  return cudaErrorInvalidValue;
 }
 
 size_t RejectionScratchBytes(const RejectionScratchLimits& limits) { return Carve(nullptr, limits).bytes; }

@@ -20,9 +20,11 @@
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum), a
 //     combine kernel that folds each row's chunks (one warp per row), then,
-//     with top-k/top-p, a filter pass (one block per target row, radix
-//     select), then the launch above; on sm_90 each launch after the first
-//     is a programmatic dependent of the one before.
+//     with top-k/top-p, a filter pass (radix select; on sm_90 a cluster of
+//     up to 8 blocks per target row, each reading a slice of it, so that a
+//     small batch's rows still occupy every SM), then the launch above; on
+//     sm_90 each launch after the first is a programmatic dependent of the
+//     one before.
 //   validate_full_rows: the check pass (same shape as the normalizer pass) over
 //     every row first.
 // Bad inputs (draft id outside [0, V), NaN/Inf/negative values read) end up
@@ -61,6 +63,11 @@ struct RejectionScratch {
   // by batch size (RejectionRaceBlocksPerSm). The benchmark sets 1-3 to
   // measure the choice.
   int32_t race_blocks_per_sm = 0;
+  // Blocks per target row of the top-k / top-p filter, 1-8; 0 (the default)
+  // lets the launcher choose: the most whose clusters fit on the device at
+  // once (RejectionFilterSlices). Devices below sm_90 always take 1. Tests set
+  // it to reach each path.
+  int32_t filter_slices = 0;
 };
 
 // Bytes of device memory LaunchRejectionSample needs for batches within
@@ -84,6 +91,11 @@ cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const Rej
 // Race blocks per SM the launcher plans for a batch of `num_sequences` when
 // RejectionScratch::race_blocks_per_sm is 0.
 int32_t RejectionRaceBlocksPerSm(int32_t num_sequences);
+
+// Blocks per target row the filter uses for `num_target_rows` filtered
+// rows of `dtype` on the current device when RejectionScratch::filter_slices
+// is 0 (exposed for the benchmark report).
+cudaError_t RejectionFilterSlices(SampleDtype dtype, int64_t num_target_rows, int32_t* slices);
 
 // Blocks per sequence the race uses for this batch (exposed for the benchmark
 // report); blocks_per_sm 0 chooses as the launcher does.

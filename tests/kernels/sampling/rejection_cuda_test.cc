@@ -92,6 +92,7 @@ class DeviceRunner {
     cudaStream_t stream;
     EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
     EXPECT_EQ(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch), cudaSuccess);
+    scratch.filter_slices = filter_slices_;
     const RejectionSampleParams params{in, out};
     if (replays == 0) {
       EXPECT_EQ(LaunchRejectionSample(params, scratch, stream), cudaSuccess);
@@ -120,6 +121,10 @@ class DeviceRunner {
     }
     return host_out;
   }
+
+  // Blocks per filtered row (RejectionScratch::filter_slices); 0 lets the
+  // launcher choose.
+  void set_filter_slices(int32_t slices) { filter_slices_ = slices; }
 
  private:
   // Rows copied to the device in reverse order (row r at slot rows - 1 - r,
@@ -150,6 +155,7 @@ class DeviceRunner {
     EXPECT_EQ(cudaMemcpy(host, device, count * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   }
   std::vector<void*> owned_;
+  int32_t filter_slices_ = 0;
 };
 
 RejectionHostOutputs RunCpu(const RejectionBatchInput& in, std::vector<int32_t>* greedy_targets = nullptr) {
@@ -303,19 +309,35 @@ TEST_F(RejectionCudaTest, RowTablesMatchTheContiguousReference) {
 }
 
 TEST_F(RejectionCudaTest, TargetShapeOfTheBenchmarkMatches) {
-  // B = 8, gamma = 8, V = 151,936, fp32 probabilities, logits and log-probabilities.
-  for (SampleValueKind kind :
-       {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
+  // B = 8, gamma = 8, V = 151,936, fp32 probabilities, logits and
+  // log-probabilities; and fp32 / bf16 logits under top-k 50 + top-p 0.9.
+  struct Shape {
+    SampleValueKind kind;
+    SampleDtype dtype;
+    bool filtered;
+  };
+  for (const Shape& shape : {Shape{SampleValueKind::kProbabilities, SampleDtype::kFloat32, false},
+                             Shape{SampleValueKind::kLogits, SampleDtype::kFloat32, false},
+                             Shape{SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, false},
+                             Shape{SampleValueKind::kLogits, SampleDtype::kFloat32, true},
+                             Shape{SampleValueKind::kLogits, SampleDtype::kBFloat16, true}}) {
     SamplingWorkloadOptions o;
     o.num_sequences = 8;
     o.vocab_size = 151936;
-    o.kind = kind;
+    o.kind = shape.kind;
+    o.dtype = shape.dtype;
     o.shape = DistributionShape::kPeaked;
+    if (shape.filtered) {
+      o.top_k = 50;
+      o.top_p = 0.9f;
+    }
     o.seed = 42;
     auto w = GenerateSamplingWorkload(o);
     ASSERT_TRUE(w.ok());
     DeviceRunner runner;
-    ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()), absl::StrCat("kind ", static_cast<int>(kind)));
+    ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()),
+                      absl::StrCat("kind ", static_cast<int>(shape.kind), " dtype ", static_cast<int>(shape.dtype),
+                                   shape.filtered ? " top-k 50 + top-p 0.9" : ""));
   }
 }
 
@@ -360,6 +382,49 @@ TEST_F(RejectionCudaTest, GreedyFilteredAndSigmoidLogitsMatch) {
       ASSERT_THAT(ValidateRejectionBatch(RejectionSampleParams{in, check.view()}), IsOk()) << v.name;
       DeviceRunner runner;
       ExpectSameOutputs(runner.Run(in), RunCpu(in), absl::StrCat(v.name, " V ", vocab));
+    }
+  }
+}
+
+// The filter splits a row among up to 8 blocks (a cluster on sm_90) that
+// each read a slice and gather the candidates in one block's shared memory:
+// every split gives the reference's tokens, on rows whose last quad is
+// partial (5003), whose candidates overflow shared memory (top-k 3000: the
+// whole-row passes), and for top-p alone (the row's mass summed over the
+// slices). Below sm_90 every count runs as one slice.
+TEST_F(RejectionCudaTest, FilteredRowsMatchForEveryNumberOfSlices) {
+  struct Filter {
+    int32_t top_k;
+    float top_p;
+  };
+  const Filter filters[] = {{50, 0.9f}, {0, 0.9f}, {3000, 1.0f}, {1, 1.0f}, {700, 0.3f}};
+  uint64_t seed = 4400;
+  for (const Filter& f : filters) {
+    for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16, SampleDtype::kFloat16}) {
+      for (int32_t vocab : {5003, 32000}) {
+        SamplingWorkloadOptions o;
+        o.num_sequences = 5;
+        o.vocab_size = vocab;
+        o.gamma_min = 1;
+        o.gamma_max = 8;
+        o.kind = SampleValueKind::kLogits;
+        o.dtype = dtype;
+        o.shape = DistributionShape::kMixed;
+        o.temperature = 0.9f;
+        o.top_k = f.top_k;
+        o.top_p = f.top_p;
+        o.seed = ++seed;
+        auto w = GenerateSamplingWorkload(o);
+        ASSERT_TRUE(w.ok());
+        const RejectionHostOutputs cpu = RunCpu(w->input());
+        for (int32_t slices : {1, 2, 3, 8, 0}) {
+          DeviceRunner runner;
+          runner.set_filter_slices(slices);
+          ExpectSameOutputs(runner.Run(w->input()), cpu,
+                            absl::StrCat("top_k ", f.top_k, " top_p ", f.top_p, " dtype ", static_cast<int>(dtype),
+                                         " V ", vocab, " slices ", slices));
+        }
+      }
     }
   }
 }
