@@ -82,6 +82,10 @@ struct ScratchLayout {
   int32_t* race_k = nullptr;                 // [max_sequences]
   ChunkStats* chunks = nullptr;              // [max_rows * max_chunks]; argmax -1 marks an invalid element
   DeviceRowNorm* norms = nullptr;            // [max_rows]: target rows, then draft rows
+  // [max_target_rows * max_chunks * kWarps]: each warp's maximum in the row
+  // pass of a filtered batch's target rows (-inf where a chunk took the
+  // general path), from which the filter bounds its candidates.
+  float* warp_max = nullptr;
   size_t zeroed_bytes = 0;                   // prefix cleared once by InitRejectionScratch
   size_t bytes = 0;
 };
@@ -113,6 +117,8 @@ ScratchLayout Carve(void* base, const RejectionScratchLimits& l) {
   s.race_k = reinterpret_cast<int32_t*>(take(sizeof(int32_t) * l.max_sequences));
   s.chunks = reinterpret_cast<ChunkStats*>(take(sizeof(ChunkStats) * rows * chunks));
   s.norms = reinterpret_cast<DeviceRowNorm*>(take(sizeof(DeviceRowNorm) * rows));
+  const int64_t target_rows = static_cast<int64_t>(l.max_total_draft_tokens) + l.max_sequences;
+  s.warp_max = reinterpret_cast<float*>(take(sizeof(float) * target_rows * chunks * kWarps));
   s.bytes = off;
   return s;
 }
@@ -327,9 +333,9 @@ struct RowPassArgs {
   int64_t num_draft_rows;
   int32_t num_chunks;
   RowPassMode mode;
-  // Blocks take the draft rows first, so that the target rows, which a
-  // top-k / top-p filter reads twice right after, are the ones the L2 still
-  // holds.
+  // A filtered batch: blocks take the draft rows first, so that the target
+  // rows, which the top-k / top-p filter reads right after, are the ones the
+  // L2 still holds; and the target rows' warp maxima are kept for it.
   bool targets_last;
 };
 
@@ -504,6 +510,11 @@ __global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(R
                                ? FullChunkStats(v, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
                                : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
   if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
+  if (a.targets_last && !is_draft && threadIdx.x < kWarps) {
+    // FullChunkStats leaves each warp's maximum in max_shared.
+    a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
+        (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : -kInfinity;
+  }
 }
 
 // Combines each row's chunks (rejection::CombineChunks' bits), one warp per
@@ -651,10 +662,25 @@ constexpr int kFilterGroupWords = kMaxChunks * kThreads / 32;  // one bit per (c
 // atomics take.
 using TopPUnits = unsigned long long;
 
+// Sets of at most this many elements take the direct searches (every
+// element's rank counted against the others) instead of digit rounds, and
+// their kept mass is summed from shared memory instead of the row.
+constexpr int kFilterDirect = 256;
+
+// The elements of the direct searches: the candidates at or above the top-k
+// threshold (all of them for top-p alone).
+struct DirectSet {
+  uint32_t key[kFilterDirect];
+  TopPUnits units[kFilterDirect];
+  int32_t index[kFilterDirect];
+  float weight[kFilterDirect];
+};
+
 struct FilterShared {
   union {
-    uint32_t bin_count[kFilterBins];           // steps 1-2
-    uint32_t group_bits[kFilterGroupWords];    // step 4: (chunk, lane) groups holding a kept element
+    uint32_t bin_count[kFilterBins];         // steps 1-2
+    uint32_t group_bits[kFilterGroupWords];  // step 4 from the row: (chunk, lane) groups holding a kept element
+    DirectSet direct;                        // the direct searches and step 4 from shared memory
   };
   uint32_t cand_key[kFilterCandidates];
   float cand_weight[kFilterCandidates];
@@ -666,7 +692,8 @@ struct FilterShared {
   TopPUnits warp_m[kFilterWarps];
   double chunk_sum[kMaxChunks];
   int32_t cut_rank;
-  uint32_t cut_above, num_candidates, cursor;
+  uint32_t cut_above, num_candidates, cursor, direct_count;
+  uint32_t bound_key, bound_cursor;  // the candidates from the warp maxima
   uint32_t prefix;
   uint32_t remaining;
   TopPUnits above, budget;
@@ -877,6 +904,147 @@ __device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint
   return prefix;
 }
 
+// ------------------------------------------- the filter's direct searches --
+// For a few hundred elements a rank counted against every other one is
+// shorter than the digit rounds, whose barriers and serial warp-0 choices
+// cost ~1.5 us each (seven of them for top-k 50 + top-p 0.9 on the H100).
+
+// Top-k over the n <= kFilterDirect candidates: the k-th largest key (ties
+// counted), i.e. the largest key with at least k keys at or above it --
+// what the digit rounds find. Every element at or above it is a candidate.
+__device__ __noinline__ uint32_t DirectTopK(FilterShared& sh, uint32_t n, uint32_t k) {
+  const int t = threadIdx.x;
+  if (t == 0) sh.prefix = 0;
+  __syncthreads();
+  if (t < static_cast<int>(n)) {
+    const uint32_t key = sh.cand_key[t];
+    uint32_t at_or_above = 0;
+    for (uint32_t j = 0; j < n; ++j) at_or_above += sh.cand_key[j] >= key ? 1u : 0u;
+    if (at_or_above >= k) atomicMax(&sh.prefix, key);
+  }
+  __syncthreads();
+  return sh.prefix;
+}
+
+// Copies the candidates at or above `kept_from` into sh.direct (key, top-p
+// units, index, weight) when there are at most kFilterDirect of them.
+// Returns whether they fit; sh.direct_count is their number either way.
+__device__ __noinline__ bool CollectDirectSet(FilterShared& sh, uint32_t n, uint32_t kept_from) {
+  const int t = threadIdx.x;
+  if (t == 0) sh.direct_count = 0;
+  __syncthreads();
+  for (uint32_t i = t; i < n; i += kFilterThreads) {
+    const uint32_t key = sh.cand_key[i];
+    if (key >= kept_from) {
+      const uint32_t at = atomicAdd(&sh.direct_count, 1u);
+      if (at < kFilterDirect) {
+        sh.direct.key[at] = key;
+        sh.direct.units[at] = rejection::TopPMassUnits(sh.cand_weight[i]);
+        sh.direct.index[at] = sh.cand_index[i];
+        sh.direct.weight[at] = sh.cand_weight[i];
+      }
+    }
+  }
+  __syncthreads();
+  return sh.direct_count <= kFilterDirect;
+}
+
+// Top-p over sh.direct: the smallest key whose set mass strictly above it
+// is below the budget (0 if none) -- what the digit rounds find. The budget
+// is top_p x the set's mass after top-k, else x the row's (sh.row_mass).
+__device__ __noinline__ uint32_t DirectTopP(FilterShared& sh, bool after_top_k, float top_p) {
+  const int t = threadIdx.x;
+  const uint32_t n = sh.direct_count;
+  const bool mine = t < static_cast<int>(n);
+  TopPUnits total = 0;
+  FilterBlockScan<TopPUnits>(mine ? sh.direct.units[t] : TopPUnits{0}, sh.warp_m, total);
+  const TopPUnits budget = rejection::TopPBudgetUnits(top_p, after_top_k ? total : sh.row_mass);
+  if (t == 0) sh.prefix = ~0u;
+  __syncthreads();
+  if (mine) {
+    const uint32_t key = sh.direct.key[t];
+    TopPUnits above = 0;
+    for (uint32_t j = 0; j < n; ++j) above += sh.direct.key[j] > key ? sh.direct.units[j] : TopPUnits{0};
+    if (above < budget) atomicMin(&sh.prefix, key);
+  }
+  __syncthreads();
+  return sh.prefix == ~0u ? 0u : sh.prefix;
+}
+
+// The pairwise fold of a chunk's 256 lane sums s[t] += s[t + stride],
+// stride 128, 64, 32 in registers (lane l holds chunk lanes l + 32 j), then
+// 16 .. 1 across the warp (BlockFixedOrderSum's order). Lane 0 gets the sum.
+__device__ __forceinline__ double FoldChunkLanes(double (&lane_sums)[8]) {
+#pragma unroll
+  for (int j = 0; j < 4; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 4]);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 2]);
+  double w = detmath::AddD(lane_sums[0], lane_sums[1]);
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) w = detmath::AddD(w, __shfl_down_sync(kFullMask, w, offset));
+  return w;
+}
+
+// Step 4 from shared memory: the kept elements (sh.direct's keys >= the
+// threshold) sorted by token, then each chunk's lane sums added in token
+// order -- the order in which a lane of the fixed chunk order meets them --
+// and folded as the pass over the row does. Groups without a kept element
+// are +0 there and here. Writes sh.chunk_sum[0 .. num_chunks).
+__device__ __noinline__ void DirectKeptMass(FilterShared& sh, uint32_t threshold, int32_t num_chunks) {
+  const int t = threadIdx.x;
+  const uint32_t n = sh.direct_count;
+  const bool kept = t < static_cast<int>(n) && sh.direct.key[t] >= threshold;
+  int32_t index = 0;
+  float weight = 0.0f;
+  uint32_t rank = 0;
+  if (kept) {
+    index = sh.direct.index[t];
+    weight = sh.direct.weight[t];
+    for (uint32_t j = 0; j < n; ++j) {
+      rank += (sh.direct.key[j] >= threshold && sh.direct.index[j] < index) ? 1u : 0u;
+    }
+  }
+  const uint32_t m = static_cast<uint32_t>(__syncthreads_count(kept));
+  // The candidates' arrays are free now: the kept elements in token order.
+  if (kept) {
+    sh.cand_index[rank] = index;
+    sh.cand_weight[rank] = weight;
+  }
+  __syncthreads();
+  const int warp = t / 32, lane = t % 32;
+  const auto first_at_or_after = [&](int32_t x) {
+    uint32_t lo = 0, hi = m;
+    while (lo < hi) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (sh.cand_index[mid] < x) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  };
+  for (int32_t c = warp; c < num_chunks; c += kFilterWarps) {
+    const int32_t begin = c * rejection::kNormalizerChunk;
+    const uint32_t lo = first_at_or_after(begin), hi = first_at_or_after(begin + rejection::kNormalizerChunk);
+    float partial[8] = {};
+    for (uint32_t e = lo; e < hi; ++e) {
+      const int32_t chunk_lane = (sh.cand_index[e] - begin) / rejection::kLaneWidth % kThreads;
+      if (chunk_lane % 32 == lane) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (chunk_lane / 32 == j) partial[j] = detmath::Add(partial[j], sh.cand_weight[e]);
+        }
+      }
+    }
+    double lane_sums[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) lane_sums[j] = static_cast<double>(partial[j]);
+    const double w = FoldChunkLanes(lane_sums);
+    if (lane == 0) sh.chunk_sum[c] = w;
+  }
+}
+
 // The former filter: radix passes over the whole row in global memory, for
 // rows whose candidates do not fit in shared memory. Returns the threshold key.
 template <SampleDtype D>
@@ -995,17 +1163,69 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
   if (!top_k && !top_p && rank != 0) return;
 
   uint32_t threshold = 0;
+  bool mass_from_row = true;  // step 4 over the row, else from the direct set
   if (top_k || top_p) {
     if (t == 0) {
       sh.cut_rank = -1;
       sh.cursor = 0;
+      sh.bound_cursor = 0;
+      sh.bound_key = 0;
     }
     const QuadSlice slice = SliceOfRow(v, slices, rank);
     bool candidates = false;
     uint32_t first_prefix = 0, first_mask = 0;
     int first_shift = 24;
     uint32_t count_above_cut = 0;
-    {
+    // Top-k with k at most half the row's warp maxima: the candidates are
+    // the elements at or above the k-th largest of those maxima (k distinct
+    // elements reach it, so the k-th largest element does too): one pass,
+    // no histogram. Ties or masked rows that bring more candidates than
+    // shared memory holds take the histogram below.
+    const int32_t num_maxima = rejection::NumChunks(v) * kWarps;
+    bool histogram = !(top_k && 2 * s.top_k <= num_maxima && num_maxima <= 2 * kFilterThreads);
+    if (!histogram) {
+      const float* maxima = a.scratch.warp_max + row * num_maxima;
+      for (int32_t i = t; i < num_maxima; i += kFilterThreads) sh.bin_count[i] = OrderedKey(__ldcg(&maxima[i]));
+      __syncthreads();
+      const uint32_t k = static_cast<uint32_t>(s.top_k);
+      for (int32_t i = t; i < num_maxima; i += kFilterThreads) {
+        const uint32_t key = sh.bin_count[i];
+        uint32_t at_or_above = 0;
+        for (int32_t j = 0; j < num_maxima; ++j) at_or_above += sh.bin_count[j] >= key ? 1u : 0u;
+        if (at_or_above >= k) atomicMax(&sh.bound_key, key);
+      }
+      // Every block's bound is known, and the first slice's cursor is 0.
+      FilterSlicesSync(slices);
+      const float bound = KeyToFloat(sh.bound_key);
+      ForEachSliceQuad<D>(row_ptr, v, slice, [&](int32_t x0, const float (&z)[4], int n) {
+        bool any = false;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) any = any || (i < n && z[i] >= bound);
+        if (!any) return;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (i < n && z[i] >= bound) {
+            const uint32_t at = atomicAdd(FilterSliceShared(&sh.bound_cursor, slices, 0), 1u);
+            if (at < kFilterCandidates) {
+              FilterSliceShared(sh.cand_key, slices, 0)[at] = OrderedKey(z[i]);
+              FilterSliceShared(sh.cand_weight, slices, 0)[at] = rejection::ScaledLogitWeight(z[i], row_max, scale);
+              FilterSliceShared(sh.cand_index, slices, 0)[at] = x0 + i;
+            }
+          }
+        }
+      });
+      // Every candidate is in the first slice's shared memory.
+      FilterSlicesSync(slices);
+      const uint32_t found = *FilterSliceShared(&sh.bound_cursor, slices, 0);
+      histogram = found > kFilterCandidates;
+      if (!histogram) {
+        if (rank != 0) return;
+        if (t == 0) sh.num_candidates = found;
+        candidates = true;
+        __syncthreads();
+      }
+    }
+    if (histogram) {
       // 1. The coarse histogram of this block's slice (top-p alone: and the
       // slice's mass in top-p units, for the reference's kept mass).
       for (int b = t; b < kFilterBins; b += kFilterThreads) sh.bin_count[b] = 0;
@@ -1132,33 +1352,50 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       FilterSlicesSync(slices);
       if (rank != 0) return;
     }
+    // Every element the thresholds can fall on is a candidate now.
     if (candidates) {
-      // The remaining digits in shared memory.
+      const uint32_t n = sh.num_candidates;
       uint32_t kept_from = 0;
       if (top_k) {
-        if (t == 0) sh.remaining = static_cast<uint32_t>(s.top_k) - count_above_cut;
-        __syncthreads();
-        kept_from = FilterRadixOnCandidates(sh, false, first_prefix, first_mask, first_shift, 0, 0, false, s.top_p);
+        const uint32_t k = static_cast<uint32_t>(s.top_k);
+        if (n <= kFilterDirect) {
+          kept_from = DirectTopK(sh, n, k);
+        } else {
+          if (t == 0) sh.remaining = k - count_above_cut;
+          __syncthreads();
+          kept_from = FilterRadixOnCandidates(sh, false, first_prefix, first_mask, first_shift, 0, 0, false, s.top_p);
+        }
       }
       threshold = kept_from;
+      // The set top-p searches (and the kept elements after it): direct
+      // when it is small, digit rounds otherwise.
+      const bool direct = CollectDirectSet(sh, n, kept_from);
       if (top_p) {
-        if (t == 0) {
-          sh.above = 0;
-          sh.budget = rejection::TopPBudgetUnits(s.top_p, sh.row_mass);
+        if (direct) {
+          threshold = DirectTopP(sh, top_k, s.top_p);
+        } else {
+          if (t == 0) {
+            sh.above = 0;
+            sh.budget = rejection::TopPBudgetUnits(s.top_p, sh.row_mass);
+          }
+          __syncthreads();
+          threshold = FilterRadixOnCandidates(sh, true, 0, 0, 24, 0, kept_from, top_k, s.top_p);
         }
-        __syncthreads();
-        threshold = FilterRadixOnCandidates(sh, true, 0, 0, 24, 0, kept_from, top_k, s.top_p);
       }
-      // Step 4 reads only the (chunk, lane) groups that hold a kept element:
-      // every other group's lane sum is 0 without reading it.
-      for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = 0;
-      __syncthreads();
-      for (uint32_t i = t; i < sh.num_candidates; i += kFilterThreads) {
-        if (sh.cand_key[i] >= threshold) {
-          const int32_t x = sh.cand_index[i];
-          const int32_t group = (x / rejection::kNormalizerChunk) * kThreads +
-                                (x % rejection::kNormalizerChunk) / rejection::kLaneWidth % kThreads;
-          atomicOr(&sh.group_bits[group / 32], 1u << (group % 32));
+      // Threshold 0 keeps the whole row: its mass comes from the row.
+      mass_from_row = !direct || threshold == 0;
+      if (mass_from_row) {
+        // Step 4 reads only the (chunk, lane) groups that hold a kept
+        // element: every other group's lane sum is 0 without reading it.
+        for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = threshold == 0 ? ~0u : 0u;
+        __syncthreads();
+        for (uint32_t i = t; threshold != 0 && i < n; i += kFilterThreads) {
+          if (sh.cand_key[i] >= threshold) {
+            const int32_t x = sh.cand_index[i];
+            const int32_t group = (x / rejection::kNormalizerChunk) * kThreads +
+                                  (x % rejection::kNormalizerChunk) / rejection::kLaneWidth % kThreads;
+            atomicOr(&sh.group_bits[group / 32], 1u << (group % 32));
+          }
         }
       }
     } else {
@@ -1166,17 +1403,20 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       __syncthreads();
       for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
     }
+    __syncthreads();
+    if (!mass_from_row) DirectKeptMass(sh, threshold, rejection::NumChunks(v));
   } else {
     for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
   }
   __syncthreads();
   const float threshold_value = threshold == 0 ? rejection::NegativeInfinity() : KeyToFloat(threshold);
-  // 4. The kept mass in the fixed chunk order: warp w takes chunks w, w + 32,
+  // 4. The kept mass in the fixed chunk order from the row (unless the
+  // kept elements were few: DirectKeptMass): warp w takes chunks w, w + 16,
   // ...; lane l holds the chunk-order lanes l + 32 j, j = 0..7.
   const int warp = t / 32, lane = t % 32;
   const int32_t num_chunks = rejection::NumChunks(v);
   const bool vector_ok = v % 4 == 0;
-  for (int32_t c = warp; c < num_chunks; c += kFilterWarps) {
+  for (int32_t c = warp; mass_from_row && c < num_chunks; c += kFilterWarps) {
     const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(v, begin + rejection::kNormalizerChunk);
     double lane_sums[8];
@@ -1214,15 +1454,7 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       }
       lane_sums[j] = static_cast<double>(partial);
     }
-    // The pairwise fold s[t] += s[t + stride], stride 128, 64, 32 in
-    // registers, then 16 .. 1 across the warp (BlockFixedOrderSum's order).
-#pragma unroll
-    for (int j = 0; j < 4; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 4]);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) lane_sums[j] = detmath::AddD(lane_sums[j], lane_sums[j + 2]);
-    double w = detmath::AddD(lane_sums[0], lane_sums[1]);
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) w = detmath::AddD(w, __shfl_down_sync(kFullMask, w, offset));
+    const double w = FoldChunkLanes(lane_sums);
     if (lane == 0) sh.chunk_sum[c] = w;
   }
   __syncthreads();

@@ -429,6 +429,77 @@ TEST_F(RejectionCudaTest, FilteredRowsMatchForEveryNumberOfSlices) {
   }
 }
 
+// Top-k with k at most half of a row's warp maxima (8 per 4,096-logit chunk
+// of the row pass) takes its candidates from the k-th largest maximum in one
+// pass. A row whose last quad is partial (151,937) has no maxima (every chunk
+// takes the general path) and falls back to the histogram; so do rows whose
+// ties put more than 2,048 elements at or above the bound, and masked rows
+// (mostly -inf) whose maxima are -inf.
+TEST_F(RejectionCudaTest, FilteredRowsFromWarpMaximaMatch) {
+  struct Case {
+    int32_t vocab;
+    SampleDtype dtype;
+    int32_t top_k;
+    float top_p;
+  };
+  const Case cases[] = {{151936, SampleDtype::kFloat32, 1, 1.0f},   {151936, SampleDtype::kFloat32, 50, 1.0f},
+                        {151936, SampleDtype::kFloat32, 50, 0.9f},  {151936, SampleDtype::kFloat32, 150, 0.5f},
+                        {151936, SampleDtype::kBFloat16, 50, 0.9f}, {151936, SampleDtype::kFloat16, 7, 0.9f},
+                        {151937, SampleDtype::kFloat32, 50, 0.9f}};
+  uint64_t seed = 5100;
+  for (const Case& c : cases) {
+    SamplingWorkloadOptions o;
+    o.num_sequences = 4;
+    o.vocab_size = c.vocab;
+    o.gamma_min = 1;
+    o.gamma_max = 4;
+    o.kind = SampleValueKind::kLogits;
+    o.dtype = c.dtype;
+    o.shape = DistributionShape::kMixed;
+    o.temperature = 0.8f;
+    o.top_k = c.top_k;
+    o.top_p = c.top_p;
+    o.seed = ++seed;
+    auto w = GenerateSamplingWorkload(o);
+    ASSERT_TRUE(w.ok());
+    const RejectionHostOutputs cpu = RunCpu(w->input());
+    for (int32_t slices : {1, 3, 0}) {
+      DeviceRunner runner;
+      runner.set_filter_slices(slices);
+      ExpectSameOutputs(runner.Run(w->input()), cpu,
+                        absl::StrCat("V ", c.vocab, " dtype ", static_cast<int>(c.dtype), " top_k ", c.top_k,
+                                     " top_p ", c.top_p, " slices ", slices));
+    }
+  }
+  // Ties and masks: a row of zeros with 20 ones (the 50th largest maximum is
+  // 0: every element is at or above it), and a row of -inf with 300 finite
+  // values (its maxima are mostly -inf).
+  constexpr int32_t kVocab = 151936;
+  std::vector<float> ties(kVocab, 0.0f), masked(kVocab, -std::numeric_limits<float>::infinity());
+  SplitMix64 rng(77);
+  for (int32_t i = 0; i < 20; ++i) ties[(i * 7919) % kVocab] = 1.0f;
+  for (int32_t i = 0; i < 300; ++i) masked[(i * 4099 + 13) % kVocab] = static_cast<float>(rng.NextBelow(1000)) / 100.0f;
+  ExplicitBatch batch(kVocab, SampleValueKind::kLogits, SampleDtype::kFloat32, true);
+  int32_t i = 0;
+  for (const std::vector<float>* row : {&ties, &masked}) {
+    for (const int32_t top_k : {5, 50}) {
+      SequenceSamplingParams s;
+      s.seed = 91;
+      s.sequence_index = i++;
+      s.temperature = 1.0f;
+      s.top_k = top_k;
+      s.top_p = 0.95f;
+      batch.Add({*row, *row}, {*row}, {(i * 4099 + 13) % kVocab}, s);
+    }
+  }
+  const RejectionHostOutputs cpu = RunCpu(batch.input());
+  for (int32_t slices : {1, 4}) {
+    DeviceRunner runner;
+    runner.set_filter_slices(slices);
+    ExpectSameOutputs(runner.Run(batch.input()), cpu, absl::StrCat("ties and masks, slices ", slices));
+  }
+}
+
 // Top-p boundaries are decided on integer masses (rejection::TopPMassUnits),
 // so the GPU's atomics agree with the CPU's sorted sum even where the mass
 // above a value equals the budget exactly. Rows of tied levels whose weights
