@@ -919,6 +919,7 @@ __device__ __noinline__ uint32_t DirectTopK(FilterShared& sh, uint32_t n, uint32
   if (t < static_cast<int>(n)) {
     const uint32_t key = sh.cand_key[t];
     uint32_t at_or_above = 0;
+#pragma unroll 8
     for (uint32_t j = 0; j < n; ++j) at_or_above += sh.cand_key[j] >= key ? 1u : 0u;
     if (at_or_above >= k) atomicMax(&sh.prefix, key);
   }
@@ -964,6 +965,7 @@ __device__ __noinline__ uint32_t DirectTopP(FilterShared& sh, bool after_top_k, 
   if (mine) {
     const uint32_t key = sh.direct.key[t];
     TopPUnits above = 0;
+#pragma unroll 8
     for (uint32_t j = 0; j < n; ++j) above += sh.direct.key[j] > key ? sh.direct.units[j] : TopPUnits{0};
     if (above < budget) atomicMin(&sh.prefix, key);
   }
@@ -1000,6 +1002,7 @@ __device__ __noinline__ void DirectKeptMass(FilterShared& sh, uint32_t threshold
   if (kept) {
     index = sh.direct.index[t];
     weight = sh.direct.weight[t];
+#pragma unroll 8
     for (uint32_t j = 0; j < n; ++j) {
       rank += (sh.direct.key[j] >= threshold && sh.direct.index[j] < index) ? 1u : 0u;
     }
@@ -1012,21 +1015,26 @@ __device__ __noinline__ void DirectKeptMass(FilterShared& sh, uint32_t threshold
   }
   __syncthreads();
   const int warp = t / 32, lane = t % 32;
-  const auto first_at_or_after = [&](int32_t x) {
-    uint32_t lo = 0, hi = m;
-    while (lo < hi) {
-      const uint32_t mid = (lo + hi) / 2;
-      if (sh.cand_index[mid] < x) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
-  };
   for (int32_t c = warp; c < num_chunks; c += kFilterWarps) {
     const int32_t begin = c * rejection::kNormalizerChunk;
-    const uint32_t lo = first_at_or_after(begin), hi = first_at_or_after(begin + rejection::kNormalizerChunk);
+    // The chunk's run [lo, hi) of the sorted kept elements: counts of the
+    // elements before it and before its end, lane-parallel.
+    uint32_t before = 0, before_end = 0;
+    for (uint32_t e = lane; e < m; e += 32) {
+      const int32_t x = sh.cand_index[e];
+      before += x < begin ? 1u : 0u;
+      before_end += x < begin + rejection::kNormalizerChunk ? 1u : 0u;
+    }
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      before += __shfl_xor_sync(kFullMask, before, offset);
+      before_end += __shfl_xor_sync(kFullMask, before_end, offset);
+    }
+    const uint32_t lo = before, hi = before_end;
+    if (lo == hi) {
+      if (lane == 0) sh.chunk_sum[c] = 0.0;  // every lane sum +0, as over the row
+      continue;
+    }
     float partial[8] = {};
     for (uint32_t e = lo; e < hi; ++e) {
       const int32_t chunk_lane = (sh.cand_index[e] - begin) / rejection::kLaneWidth % kThreads;
@@ -1130,34 +1138,66 @@ __device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr,
 template <SampleDtype D>
 __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKernel(FilterArgs a) {
   __shared__ FilterShared sh;
-  // A programmatic dependent of the combine grid (sm_90): every block waits
-  // for it before anything else, early returns included, so that the race
-  // (this grid's dependent) may rely on both grids having completed.
-  race_result::WaitForPrimaryGrid();
-  race_result::AllowDependentLaunch();
   const RejectionBatchInput& in = a.in;
   const int32_t slices = a.slices;
   const int64_t row = blockIdx.x / slices;
   const int32_t rank = static_cast<int32_t>(blockIdx.x % slices);
+  const int t = threadIdx.x;
+  // What needs only the inputs and the row pass (complete before the
+  // combine grid let this one start) comes before the wait for the combine
+  // grid: the row's sequence and rules, and the bound from its warp maxima.
+  const int32_t seq = SequenceOfRowWarp(in.draft_offsets, in.num_sequences, row, 1);
+  const SequenceSamplingParams s = in.sequences[seq];
+  const bool filtered = rejection::SequenceParamsCode(in.kind, in.method, s) == kRejectionOk &&
+                        s.temperature > 0.0f && rejection::IsFiltered(s);
+  const int32_t v = in.vocab_size;
+  const bool top_k = s.top_k > 0 && s.top_k < v;
+  const bool top_p = s.top_p < 1.0f;
+  if (t == 0) {
+    sh.cut_rank = -1;
+    sh.cursor = 0;
+    sh.bound_cursor = 0;
+    sh.bound_key = 0;
+  }
+  // Top-k with k at most half the row's warp maxima: the candidates are
+  // the elements at or above the k-th largest of those maxima (k distinct
+  // elements reach it, so the k-th largest element does too): one pass,
+  // no histogram. Ties or masked rows that bring more candidates than
+  // shared memory holds take the histogram below.
+  const int32_t num_maxima = rejection::NumChunks(v) * kWarps;
+  bool histogram = !(filtered && top_k && 2 * s.top_k <= num_maxima && num_maxima <= 2 * kFilterThreads);
+  if (!histogram) {
+    const float* maxima = a.scratch.warp_max + row * num_maxima;
+    for (int32_t i = t; i < num_maxima; i += kFilterThreads) sh.bin_count[i] = OrderedKey(__ldcg(&maxima[i]));
+    __syncthreads();
+    const uint32_t k = static_cast<uint32_t>(s.top_k);
+    for (int32_t i = t; i < num_maxima; i += kFilterThreads) {
+      const uint32_t key = sh.bin_count[i];
+      uint32_t at_or_above = 0;
+      // num_maxima is a multiple of kWarps (8): eight loads in flight, not
+      // one shared-memory round trip per maximum.
+      for (int32_t j = 0; j < num_maxima; j += kWarps) {
+#pragma unroll
+        for (int u = 0; u < kWarps; ++u) at_or_above += sh.bin_count[j + u] >= key ? 1u : 0u;
+      }
+      if (at_or_above >= k) atomicMax(&sh.bound_key, key);
+    }
+  }
+  // A programmatic dependent of the combine grid (sm_90): every block waits
+  // for it before it returns or reads a normalizer, so that the race (this
+  // grid's dependent) may rely on both grids having completed.
+  race_result::WaitForPrimaryGrid();
+  race_result::AllowDependentLaunch();
   // Every early return below depends on the row alone, so the blocks of a
   // cluster leave together and never wait at a cluster barrier for one
   // that left.
-  const int32_t seq = SequenceOfRowWarp(in.draft_offsets, in.num_sequences, row, 1);
-  const SequenceSamplingParams s = in.sequences[seq];
-  if (rejection::SequenceParamsCode(in.kind, in.method, s) != kRejectionOk || !(s.temperature > 0.0f) ||
-      !rejection::IsFiltered(s)) {
-    return;
-  }
+  if (!filtered) return;
   DeviceRowNorm* const norm = &a.scratch.norms[row];
   if (norm->flags != 0) return;
   const float inv_t = rejection::InverseTemperature(s.temperature);
   const float scale = rejection::LogitScale(inv_t);
   const float row_max = norm->norm.max;
   const void* row_ptr = SampledRowAddress(in, false, row);
-  const int32_t v = in.vocab_size;
-  const int t = threadIdx.x;
-  const bool top_k = s.top_k > 0 && s.top_k < v;
-  const bool top_p = s.top_p < 1.0f;
   // Neither rule cuts anything: the kept mass is the whole row's (step 4,
   // the first slice's block alone).
   if (!top_k && !top_p && rank != 0) return;
@@ -1165,35 +1205,12 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
   uint32_t threshold = 0;
   bool mass_from_row = true;  // step 4 over the row, else from the direct set
   if (top_k || top_p) {
-    if (t == 0) {
-      sh.cut_rank = -1;
-      sh.cursor = 0;
-      sh.bound_cursor = 0;
-      sh.bound_key = 0;
-    }
     const QuadSlice slice = SliceOfRow(v, slices, rank);
     bool candidates = false;
     uint32_t first_prefix = 0, first_mask = 0;
     int first_shift = 24;
     uint32_t count_above_cut = 0;
-    // Top-k with k at most half the row's warp maxima: the candidates are
-    // the elements at or above the k-th largest of those maxima (k distinct
-    // elements reach it, so the k-th largest element does too): one pass,
-    // no histogram. Ties or masked rows that bring more candidates than
-    // shared memory holds take the histogram below.
-    const int32_t num_maxima = rejection::NumChunks(v) * kWarps;
-    bool histogram = !(top_k && 2 * s.top_k <= num_maxima && num_maxima <= 2 * kFilterThreads);
     if (!histogram) {
-      const float* maxima = a.scratch.warp_max + row * num_maxima;
-      for (int32_t i = t; i < num_maxima; i += kFilterThreads) sh.bin_count[i] = OrderedKey(__ldcg(&maxima[i]));
-      __syncthreads();
-      const uint32_t k = static_cast<uint32_t>(s.top_k);
-      for (int32_t i = t; i < num_maxima; i += kFilterThreads) {
-        const uint32_t key = sh.bin_count[i];
-        uint32_t at_or_above = 0;
-        for (int32_t j = 0; j < num_maxima; ++j) at_or_above += sh.bin_count[j] >= key ? 1u : 0u;
-        if (at_or_above >= k) atomicMax(&sh.bound_key, key);
-      }
       // Every block's bound is known, and the first slice's cursor is 0.
       FilterSlicesSync(slices);
       const float bound = KeyToFloat(sh.bound_key);
