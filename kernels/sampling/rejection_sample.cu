@@ -83,8 +83,9 @@ struct ScratchLayout {
   ChunkStats* chunks = nullptr;              // [max_rows * max_chunks]; argmax -1 marks an invalid element
   DeviceRowNorm* norms = nullptr;            // [max_rows]: target rows, then draft rows
   // [max_target_rows * max_chunks * kWarps]: each warp's maximum in the row
-  // pass of a filtered batch's target rows (-inf where a chunk took the
-  // general path), from which the filter bounds its candidates.
+  // pass of a filtered batch's target rows (NaN where a chunk took the
+  // general path), from which the filter bounds its candidates and picks
+  // the groups of 512 values that can hold them.
   float* warp_max = nullptr;
   size_t zeroed_bytes = 0;                   // prefix cleared once by InitRejectionScratch
   size_t bytes = 0;
@@ -511,9 +512,10 @@ __global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(R
                                : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
   if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
   if (a.targets_last && !is_draft && threadIdx.x < kWarps) {
-    // FullChunkStats leaves each warp's maximum in max_shared.
+    // FullChunkStats leaves each warp's maximum in max_shared; other chunks
+    // record none (NaN).
     a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
-        (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : -kInfinity;
+        (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : __int_as_float(0x7fffffff);
   }
 }
 
@@ -1161,14 +1163,26 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
   }
   // Top-k with k at most half the row's warp maxima: the candidates are
   // the elements at or above the k-th largest of those maxima (k distinct
-  // elements reach it, so the k-th largest element does too): one pass,
-  // no histogram. Ties or masked rows that bring more candidates than
-  // shared memory holds take the histogram below.
+  // elements reach it, so the k-th largest element does too), and only the
+  // groups whose maximum reaches it can hold one: about k groups of 512
+  // values are read instead of the row, and no histogram. Ties or masked
+  // rows that bring more candidates than shared memory holds take the
+  // histogram below.
   const int32_t num_maxima = rejection::NumChunks(v) * kWarps;
   bool histogram = !(filtered && top_k && 2 * s.top_k <= num_maxima && num_maxima <= 2 * kFilterThreads);
-  if (!histogram) {
+  // Only the first slice's block reads the groups (a warp's 512 values of
+  // the row pass) whose maxima reach the bound: about k of them.
+  if (!histogram && rank == 0) {
+    // bin_count[0, n): the maxima's keys for the bound (a group without a
+    // maximum, NaN, counts as nothing); bin_count[n, 2n): for the choice of
+    // groups (a group without a maximum is always read).
     const float* maxima = a.scratch.warp_max + row * num_maxima;
-    for (int32_t i = t; i < num_maxima; i += kFilterThreads) sh.bin_count[i] = OrderedKey(__ldcg(&maxima[i]));
+    for (int32_t i = t; i < num_maxima; i += kFilterThreads) {
+      const float m = __ldcg(&maxima[i]);
+      const bool known = !isnan(m);
+      sh.bin_count[i] = known ? OrderedKey(m) : 0u;
+      sh.bin_count[num_maxima + i] = known ? OrderedKey(m) : ~0u;
+    }
     __syncthreads();
     const uint32_t k = static_cast<uint32_t>(s.top_k);
     for (int32_t i = t; i < num_maxima; i += kFilterThreads) {
@@ -1205,41 +1219,65 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
   uint32_t threshold = 0;
   bool mass_from_row = true;  // step 4 over the row, else from the direct set
   if (top_k || top_p) {
-    const QuadSlice slice = SliceOfRow(v, slices, rank);
+    int32_t row_slices = slices;  // the blocks that take part in the histogram
+    QuadSlice slice = SliceOfRow(v, slices, rank);
     bool candidates = false;
     uint32_t first_prefix = 0, first_mask = 0;
     int first_shift = 24;
     uint32_t count_above_cut = 0;
     if (!histogram) {
-      // Every block's bound is known, and the first slice's cursor is 0.
-      FilterSlicesSync(slices);
-      const float bound = KeyToFloat(sh.bound_key);
-      ForEachSliceQuad<D>(row_ptr, v, slice, [&](int32_t x0, const float (&z)[4], int n) {
-        bool any = false;
+      if (rank != 0) return;
+      // Every thread's maximum of the bound is in.
+      __syncthreads();
+      const uint32_t bound_key = sh.bound_key;
+      const float bound = bound_key == 0 ? -kInfinity : KeyToFloat(bound_key);
+      // Warp w reads groups w, w + 16, ... whose maximum reaches the bound:
+      // group g is warp g % 8 of chunk g / 8 in the row pass, its lane l's
+      // quads at chunk offsets (r * 256 + 32 * (g % 8) + l) * 4.
+      const int warp = t / 32, lane = t % 32;
+      const bool vector_ok = v % 4 == 0;
+      for (int32_t g = warp; g < num_maxima; g += kFilterWarps) {
+        if (sh.bin_count[num_maxima + g] < bound_key) continue;
+        const int32_t begin = (g / kWarps) * rejection::kNormalizerChunk;
+        const int32_t end = min(v, begin + rejection::kNormalizerChunk);
+        float z[kRounds][4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) any = any || (i < n && z[i] >= bound);
-        if (!any) return;
+        for (int r = 0; r < kRounds; ++r) {
+          const int32_t x = begin + (r * kThreads + 32 * (g % kWarps) + lane) * rejection::kLaneWidth;
+          if (x < end) {
+            Load4<D>(row_ptr, x, end, vector_ok, z[r], -kInfinity);
+          } else {
 #pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          if (i < n && z[i] >= bound) {
-            const uint32_t at = atomicAdd(FilterSliceShared(&sh.bound_cursor, slices, 0), 1u);
-            if (at < kFilterCandidates) {
-              FilterSliceShared(sh.cand_key, slices, 0)[at] = OrderedKey(z[i]);
-              FilterSliceShared(sh.cand_weight, slices, 0)[at] = rejection::ScaledLogitWeight(z[i], row_max, scale);
-              FilterSliceShared(sh.cand_index, slices, 0)[at] = x0 + i;
+            for (int i = 0; i < 4; ++i) z[r][i] = -kInfinity;
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < kRounds; ++r) {
+          const int32_t x = begin + (r * kThreads + 32 * (g % kWarps) + lane) * rejection::kLaneWidth;
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            if (x + i < end && z[r][i] >= bound) {
+              const uint32_t at = atomicAdd(&sh.bound_cursor, 1u);
+              if (at < kFilterCandidates) {
+                sh.cand_key[at] = OrderedKey(z[r][i]);
+                sh.cand_weight[at] = rejection::ScaledLogitWeight(z[r][i], row_max, scale);
+                sh.cand_index[at] = x + i;
+              }
             }
           }
         }
-      });
-      // Every candidate is in the first slice's shared memory.
-      FilterSlicesSync(slices);
-      const uint32_t found = *FilterSliceShared(&sh.bound_cursor, slices, 0);
+      }
+      __syncthreads();
+      const uint32_t found = sh.bound_cursor;
       histogram = found > kFilterCandidates;
       if (!histogram) {
-        if (rank != 0) return;
         if (t == 0) sh.num_candidates = found;
         candidates = true;
         __syncthreads();
+      } else {
+        // The other slices have left: this block reads the whole row alone.
+        row_slices = 1;
+        slice = SliceOfRow(v, 1, 0);
       }
     }
     if (histogram) {
@@ -1265,10 +1303,10 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       }
       // Every slice's histogram (and mass) is complete, and the first
       // slice's candidate cursor is 0.
-      FilterSlicesSync(slices);
+      FilterSlicesSync(row_slices);
       if (row_mass && t == 0) {
         TopPUnits total = 0;
-        for (int32_t r = 0; r < slices; ++r) total += *FilterSliceShared(&sh.slice_mass, slices, r);
+        for (int32_t r = 0; r < row_slices; ++r) total += *FilterSliceShared(&sh.slice_mass, row_slices, r);
         sh.row_mass = total;
       }
       // 2. The coarse bin of the decision, from the row's histogram (the
@@ -1280,7 +1318,7 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       for (int j = 0; j < kFilterBinsPerThread; ++j) {
         const int b = kFilterBins - 1 - (kFilterBinsPerThread * t + j);
         c[j] = 0;
-        for (int32_t r = 0; r < slices; ++r) c[j] += FilterSliceShared(sh.bin_count, slices, r)[b];
+        for (int32_t r = 0; r < row_slices; ++r) c[j] += FilterSliceShared(sh.bin_count, row_slices, r)[b];
         thread_count += c[j];
       }
       uint32_t total_count;
@@ -1351,10 +1389,10 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             if (i < n && (key[i] >> kFilterBinShift) >= cut_bin) {
-              const uint32_t at = atomicAdd(FilterSliceShared(&sh.cursor, slices, 0), 1u);
-              FilterSliceShared(sh.cand_key, slices, 0)[at] = key[i];
-              FilterSliceShared(sh.cand_weight, slices, 0)[at] = rejection::ScaledLogitWeight(z[i], row_max, scale);
-              FilterSliceShared(sh.cand_index, slices, 0)[at] = x0 + i;
+              const uint32_t at = atomicAdd(FilterSliceShared(&sh.cursor, row_slices, 0), 1u);
+              FilterSliceShared(sh.cand_key, row_slices, 0)[at] = key[i];
+              FilterSliceShared(sh.cand_weight, row_slices, 0)[at] = rejection::ScaledLogitWeight(z[i], row_max, scale);
+              FilterSliceShared(sh.cand_index, row_slices, 0)[at] = x0 + i;
             }
           }
         });
@@ -1366,7 +1404,7 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       }
       // Every candidate is in the first slice's shared memory, and no block
       // reads another's any more: the other slices are done.
-      FilterSlicesSync(slices);
+      FilterSlicesSync(row_slices);
       if (rank != 0) return;
     }
     // Every element the thresholds can fall on is a candidate now.
