@@ -695,7 +695,7 @@ struct FilterShared {
   double chunk_sum[kMaxChunks];
   int32_t cut_rank;
   uint32_t cut_above, num_candidates, cursor, direct_count;
-  uint32_t bound_key, bound_cursor;  // the candidates from the warp maxima
+  uint32_t bound_key, bound_cursor, group_count;  // the candidates from the warp maxima
   uint32_t prefix;
   uint32_t remaining;
   TopPUnits above, budget;
@@ -1160,6 +1160,7 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
     sh.cursor = 0;
     sh.bound_cursor = 0;
     sh.bound_key = 0;
+    sh.group_count = 0;
   }
   // Top-k with k at most half the row's warp maxima: the candidates are
   // the elements at or above the k-th largest of those maxima (k distinct
@@ -1176,25 +1177,45 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
     // bin_count[0, n): the maxima's keys for the bound (a group without a
     // maximum, NaN, counts as nothing); bin_count[n, 2n): for the choice of
     // groups (a group without a maximum is always read).
+    // The bound is taken over maxima merged f at a time (f neighbouring
+    // warps of a chunk: still one distinct element each) as long as k is at
+    // most half of them: each halving quarters the comparisons, which were
+    // a serial chain of several microseconds per row at f = 1.
     const float* maxima = a.scratch.warp_max + row * num_maxima;
+    int32_t f = 1;
+    while (f < kWarps && 2 * s.top_k <= num_maxima / (2 * f)) f *= 2;
+    const int32_t n = num_maxima / f;
+    uint32_t* const at_or_above = sh.cand_key;  // free until the candidates are gathered
     for (int32_t i = t; i < num_maxima; i += kFilterThreads) {
       const float m = __ldcg(&maxima[i]);
-      const bool known = !isnan(m);
-      sh.bin_count[i] = known ? OrderedKey(m) : 0u;
-      sh.bin_count[num_maxima + i] = known ? OrderedKey(m) : ~0u;
+      sh.bin_count[num_maxima + i] = isnan(m) ? ~0u : OrderedKey(m);
+    }
+    for (int32_t i = t; i < n; i += kFilterThreads) {
+      uint32_t key = 0;
+      for (int32_t u = 0; u < f; ++u) {
+        const float m = __ldcg(&maxima[i * f + u]);
+        if (!isnan(m)) key = max(key, OrderedKey(m));
+      }
+      sh.bin_count[i] = key;
+      at_or_above[i] = 0;
     }
     __syncthreads();
-    const uint32_t k = static_cast<uint32_t>(s.top_k);
-    for (int32_t i = t; i < num_maxima; i += kFilterThreads) {
+    // Each merged maximum's count of those at or above it, split among
+    // `parts` threads.
+    const int32_t parts = max(1, kFilterThreads / n);
+    const int32_t per = (n + parts - 1) / parts;
+    for (int32_t w = t; w < n * parts; w += kFilterThreads) {
+      const int32_t i = w % n, p = w / n;
       const uint32_t key = sh.bin_count[i];
-      uint32_t at_or_above = 0;
-      // num_maxima is a multiple of kWarps (8): eight loads in flight, not
-      // one shared-memory round trip per maximum.
-      for (int32_t j = 0; j < num_maxima; j += kWarps) {
-#pragma unroll
-        for (int u = 0; u < kWarps; ++u) at_or_above += sh.bin_count[j + u] >= key ? 1u : 0u;
-      }
-      if (at_or_above >= k) atomicMax(&sh.bound_key, key);
+      uint32_t count = 0;
+      const int32_t end = min(n, (p + 1) * per);
+#pragma unroll 8
+      for (int32_t j = p * per; j < end; ++j) count += sh.bin_count[j] >= key ? 1u : 0u;
+      atomicAdd(&at_or_above[i], count);
+    }
+    __syncthreads();
+    for (int32_t i = t; i < n; i += kFilterThreads) {
+      if (at_or_above[i] >= static_cast<uint32_t>(s.top_k)) atomicMax(&sh.bound_key, sh.bin_count[i]);
     }
   }
   // A programmatic dependent of the combine grid (sm_90): every block waits
@@ -1231,37 +1252,47 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       __syncthreads();
       const uint32_t bound_key = sh.bound_key;
       const float bound = bound_key == 0 ? -kInfinity : KeyToFloat(bound_key);
-      // Warp w reads groups w, w + 16, ... whose maximum reaches the bound:
-      // group g is warp g % 8 of chunk g / 8 in the row pass, its lane l's
-      // quads at chunk offsets (r * 256 + 32 * (g % 8) + l) * 4.
+      // The groups whose maximum reaches the bound (in bin_count, whose
+      // merged maxima are spent), then their quads round by round: item i is
+      // round i % 4 of listed group i / 4, and a warp takes four items at a
+      // time, so that every warp has loads in flight. Group g is warp g % 8
+      // of chunk g / 8 in the row pass: lane l's quad of round r lies at
+      // chunk offset (r * 256 + 32 * (g % 8) + l) * 4.
+      for (int32_t g = t; g < num_maxima; g += kFilterThreads) {
+        if (sh.bin_count[num_maxima + g] >= bound_key) sh.bin_count[atomicAdd(&sh.group_count, 1u)] = g;
+      }
+      __syncthreads();
+      const int32_t items = static_cast<int32_t>(sh.group_count) * kRounds;
       const int warp = t / 32, lane = t % 32;
       const bool vector_ok = v % 4 == 0;
-      for (int32_t g = warp; g < num_maxima; g += kFilterWarps) {
-        if (sh.bin_count[num_maxima + g] < bound_key) continue;
-        const int32_t begin = (g / kWarps) * rejection::kNormalizerChunk;
-        const int32_t end = min(v, begin + rejection::kNormalizerChunk);
-        float z[kRounds][4];
+      constexpr int kItemsInFlight = 4;
+      for (int32_t item0 = warp * kItemsInFlight; item0 < items; item0 += kFilterWarps * kItemsInFlight) {
+        float z[kItemsInFlight][4];
+        int32_t x[kItemsInFlight], end[kItemsInFlight];
 #pragma unroll
-        for (int r = 0; r < kRounds; ++r) {
-          const int32_t x = begin + (r * kThreads + 32 * (g % kWarps) + lane) * rejection::kLaneWidth;
-          if (x < end) {
-            Load4<D>(row_ptr, x, end, vector_ok, z[r], -kInfinity);
+        for (int u = 0; u < kItemsInFlight; ++u) {
+          const int32_t item = item0 + u;
+          const int32_t g = item < items ? static_cast<int32_t>(sh.bin_count[item / kRounds]) : 0;
+          const int32_t begin = (g / kWarps) * rejection::kNormalizerChunk;
+          end[u] = item < items ? min(v, begin + rejection::kNormalizerChunk) : 0;
+          x[u] = begin + ((item % kRounds) * kThreads + 32 * (g % kWarps) + lane) * rejection::kLaneWidth;
+          if (x[u] < end[u]) {
+            Load4<D>(row_ptr, x[u], end[u], vector_ok, z[u], -kInfinity);
           } else {
 #pragma unroll
-            for (int i = 0; i < 4; ++i) z[r][i] = -kInfinity;
+            for (int i = 0; i < 4; ++i) z[u][i] = -kInfinity;
           }
         }
 #pragma unroll
-        for (int r = 0; r < kRounds; ++r) {
-          const int32_t x = begin + (r * kThreads + 32 * (g % kWarps) + lane) * rejection::kLaneWidth;
+        for (int u = 0; u < kItemsInFlight; ++u) {
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
-            if (x + i < end && z[r][i] >= bound) {
+            if (x[u] + i < end[u] && z[u][i] >= bound) {
               const uint32_t at = atomicAdd(&sh.bound_cursor, 1u);
               if (at < kFilterCandidates) {
-                sh.cand_key[at] = OrderedKey(z[r][i]);
-                sh.cand_weight[at] = rejection::ScaledLogitWeight(z[r][i], row_max, scale);
-                sh.cand_index[at] = x + i;
+                sh.cand_key[at] = OrderedKey(z[u][i]);
+                sh.cand_weight[at] = rejection::ScaledLogitWeight(z[u][i], row_max, scale);
+                sh.cand_index[at] = x[u] + i;
               }
             }
           }
