@@ -1171,9 +1171,10 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
   // histogram below.
   const int32_t num_maxima = rejection::NumChunks(v) * kWarps;
   bool histogram = !(filtered && top_k && 2 * s.top_k <= num_maxima && num_maxima <= 2 * kFilterThreads);
-  // Only the first slice's block reads the groups (a warp's 512 values of
-  // the row pass) whose maxima reach the bound: about k of them.
-  if (!histogram && rank == 0) {
+  // The row's slices share out the groups (a warp's 512 values of the row
+  // pass) whose maxima reach the bound, about k of them; every block finds
+  // the bound.
+  if (!histogram) {
     // bin_count[0, n): the maxima's keys for the bound (a group without a
     // maximum, NaN, counts as nothing); bin_count[n, 2n): for the choice of
     // groups (a group without a maximum is always read).
@@ -1247,26 +1248,45 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
     int first_shift = 24;
     uint32_t count_above_cut = 0;
     if (!histogram) {
-      if (rank != 0) return;
-      // Every thread's maximum of the bound is in.
-      __syncthreads();
+      // Every thread's maximum of the bound is in, and (cluster-wide) the
+      // first slice's cursor is 0.
+      FilterSlicesSync(slices);
       const uint32_t bound_key = sh.bound_key;
       const float bound = bound_key == 0 ? -kInfinity : KeyToFloat(bound_key);
       // The groups whose maximum reaches the bound (in bin_count, whose
-      // merged maxima are spent), then their quads round by round: item i is
-      // round i % 4 of listed group i / 4, and a warp takes four items at a
-      // time, so that every warp has loads in flight. Group g is warp g % 8
-      // of chunk g / 8 in the row pass: lane l's quad of round r lies at
-      // chunk offset (r * 256 + 32 * (g % 8) + l) * 4.
-      for (int32_t g = t; g < num_maxima; g += kFilterThreads) {
-        if (sh.bin_count[num_maxima + g] >= bound_key) sh.bin_count[atomicAdd(&sh.group_count, 1u)] = g;
+      // merged maxima are spent; every slice lists them alike), then their
+      // quads round by round: item i is round i % 4 of listed group i / 4,
+      // and a warp takes four items at a time, so that every warp of every
+      // slice has loads in flight (one block alone was latency-bound: ~8 us
+      // for ~75 groups at B=8). Group g is warp g % 8 of chunk g / 8 in the
+      // row pass: lane l's quad of round r lies at chunk offset
+      // (r * 256 + 32 * (g % 8) + l) * 4. Candidates go to the first
+      // slice's shared memory.
+      // In group order (a ballot per warp of 32 groups), so that every slice
+      // lists the same groups at the same places.
+      for (int32_t g0 = 0; g0 < num_maxima; g0 += kFilterThreads) {
+        const int32_t g = g0 + t;
+        const bool listed = g < num_maxima && sh.bin_count[num_maxima + g] >= bound_key;
+        const unsigned ballot = __ballot_sync(kFullMask, listed);
+        if (t % 32 == 0) sh.warp_u[t / 32] = __popc(ballot);
+        __syncthreads();
+        uint32_t before = sh.group_count;
+        for (int w = 0; w < t / 32; ++w) before += sh.warp_u[w];
+        if (listed) sh.bin_count[before + __popc(ballot & ((1u << (t % 32)) - 1u))] = g;
+        __syncthreads();
+        if (t == kFilterThreads - 1) {
+          uint32_t total = sh.group_count;
+          for (int w = 0; w < kFilterWarps; ++w) total += sh.warp_u[w];
+          sh.group_count = total;
+        }
+        __syncthreads();
       }
-      __syncthreads();
       const int32_t items = static_cast<int32_t>(sh.group_count) * kRounds;
       const int warp = t / 32, lane = t % 32;
       const bool vector_ok = v % 4 == 0;
       constexpr int kItemsInFlight = 4;
-      for (int32_t item0 = warp * kItemsInFlight; item0 < items; item0 += kFilterWarps * kItemsInFlight) {
+      for (int32_t item0 = (rank * kFilterWarps + warp) * kItemsInFlight; item0 < items;
+           item0 += slices * kFilterWarps * kItemsInFlight) {
         float z[kItemsInFlight][4];
         int32_t x[kItemsInFlight], end[kItemsInFlight];
 #pragma unroll
@@ -1288,18 +1308,21 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
 #pragma unroll
           for (int i = 0; i < 4; ++i) {
             if (x[u] + i < end[u] && z[u][i] >= bound) {
-              const uint32_t at = atomicAdd(&sh.bound_cursor, 1u);
+              const uint32_t at = atomicAdd(FilterSliceShared(&sh.bound_cursor, slices, 0), 1u);
               if (at < kFilterCandidates) {
-                sh.cand_key[at] = OrderedKey(z[u][i]);
-                sh.cand_weight[at] = rejection::ScaledLogitWeight(z[u][i], row_max, scale);
-                sh.cand_index[at] = x[u] + i;
+                FilterSliceShared(sh.cand_key, slices, 0)[at] = OrderedKey(z[u][i]);
+                FilterSliceShared(sh.cand_weight, slices, 0)[at] =
+                    rejection::ScaledLogitWeight(z[u][i], row_max, scale);
+                FilterSliceShared(sh.cand_index, slices, 0)[at] = x[u] + i;
               }
             }
           }
         }
       }
-      __syncthreads();
-      const uint32_t found = sh.bound_cursor;
+      // Every candidate is in the first slice's shared memory.
+      FilterSlicesSync(slices);
+      const uint32_t found = *FilterSliceShared(&sh.bound_cursor, slices, 0);
+      if (rank != 0) return;
       histogram = found > kFilterCandidates;
       if (!histogram) {
         if (t == 0) sh.num_candidates = found;
