@@ -18,12 +18,14 @@
 //
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
-//                        [--dtype fp32|bf16|fp16] [--filter-slices N]
+//                        [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]
 // --dtype stores the rows in that type (default fp32); the kind is then
 // reported as e.g. "logits_bf16" and the read floor reads the same bytes.
 // The top-k 50 + top-p 0.9 row runs in the full sweep and with --only at
-// B=8, gamma=8, V=151936 logits; --filter-slices N (1-8) fixes the filter's
-// blocks per row instead of the launcher's choice, which the row reports.
+// B=8, gamma=8, V=151936 logits (with --only logits,B,8,151936: at that B);
+// --top-k K / --top-p P change its rules (0 / 1: that rule off);
+// --filter-slices N (1-8) fixes the filter's blocks per row instead of the
+// launcher's choice, which the row reports.
 // Without a CUDA device it says so and exits 0.
 #include <cuda_runtime.h>
 
@@ -96,6 +98,8 @@ struct Options {
   int32_t only_b = 0, only_gamma = 0, only_vocab = 0;
   int32_t blocks_per_sm = 0;
   int32_t filter_slices = 0;
+  int32_t top_k = 50;    // the filtered row's rules (0 / 1.0: that rule off)
+  float top_p = 0.9f;
   SampleDtype dtype = SampleDtype::kFloat32;
   std::string dtype_suffix;  // "" for fp32, "_bf16", "_fp16"
 };
@@ -373,25 +377,32 @@ int Main(const Options& opt) {
           for (void* p : set.owned) cudaFree(p);
           cudaFree(d_row_index);
         }
-        if (kind == SampleValueKind::kLogits && gamma == 8 && vocab == 151936 && (opt.only_b == 0 || opt.only_b == 8)) {
-          // Top-k 50 then top-p 0.9 on the logits, B = 8: the filter pass's cost.
+        if (kind == SampleValueKind::kLogits && gamma == 8 && vocab == 151936) {
+          // Top-k then top-p on the logits (50 and 0.9 unless --top-k /
+          // --top-p say otherwise), B = 8 or --only's B: the filter's cost.
+          const int32_t fb = opt.only_b > 0 ? opt.only_b : 8;
           SamplingWorkloadOptions f = o;
-          f.top_k = 50;
-          f.top_p = 0.9f;
+          f.top_k = opt.top_k;
+          f.top_p = opt.top_p;
           auto wf = GenerateSamplingWorkload(f);
-          HostBatch h = Tile(*wf, 8);
-          DeviceCopySet set = Upload(h, 8);
+          HostBatch h = Tile(*wf, fb);
+          const int64_t filtered_bytes = static_cast<int64_t>(h.target.size() + h.draft.size());
+          const int filtered_copies =
+              static_cast<int>(std::clamp<int64_t>((kRotationBytes + filtered_bytes - 1) / filtered_bytes, 1, 64));
+          DeviceCopySet set = Upload(h, filtered_copies);
           const Stats filtered = TimeIt(
               [&](int c) { BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], out}, scratch, stream)); },
-              8, opt.runs, stream);
-          rows.push_back(Row{kind_name, "cuda_rejection_topk50_topp0.9", 8, gamma, vocab, 8,
-                             RejectionRaceBlocksPerSequence(8, vocab, scratch.num_sms, scratch.race_blocks_per_sm), 0,
+              filtered_copies, opt.runs, stream);
+          char path[64];
+          std::snprintf(path, sizeof(path), "cuda_rejection_topk%d_topp%g", opt.top_k, opt.top_p);
+          rows.push_back(Row{kind_name, path, fb, gamma, vocab, filtered_copies,
+                             RejectionRaceBlocksPerSequence(fb, vocab, scratch.num_sms, scratch.race_blocks_per_sm), 0,
                              filtered});
           int32_t slices = opt.filter_slices;
-          if (slices == 0) BENCH_CUDA(RejectionFilterSlices(opt.dtype, int64_t{8} * (gamma + 1), &slices));
-          std::printf("%s B=8 gamma=8 V=151936 top-k 50 + top-p 0.9: median %.2f us p95 %.2f us (filter: %d blocks "
+          if (slices == 0) BENCH_CUDA(RejectionFilterSlices(opt.dtype, int64_t{fb} * (gamma + 1), &slices));
+          std::printf("%s B=%d gamma=8 V=151936 top-k %d + top-p %g: median %.2f us p95 %.2f us (filter: %d blocks "
                       "per row)\n",
-                      kind_name.c_str(), filtered.median_us, filtered.p95_us, slices);
+                      kind_name.c_str(), fb, opt.top_k, opt.top_p, filtered.median_us, filtered.p95_us, slices);
           for (void* p : set.owned) cudaFree(p);
         }
       }
@@ -446,6 +457,14 @@ int main(int argc, char** argv) {
       }
     } else if (a == "--blocks-per-sm" && i + 1 < argc) {
       opt.blocks_per_sm = std::atoi(argv[++i]);
+    } else if (a == "--top-k" && i + 1 < argc) {
+      opt.top_k = std::atoi(argv[++i]);
+    } else if (a == "--top-p" && i + 1 < argc) {
+      opt.top_p = static_cast<float>(std::atof(argv[++i]));
+      if (!(opt.top_p > 0.0f && opt.top_p <= 1.0f)) {
+        std::fprintf(stderr, "--top-p P: 0 < P <= 1\n");
+        return 2;
+      }
     } else if (a == "--filter-slices" && i + 1 < argc) {
       opt.filter_slices = std::atoi(argv[++i]);
       if (opt.filter_slices < 1 || opt.filter_slices > 8) {
@@ -462,7 +481,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
-                   "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N]\n",
+                   "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]\n",
                    argv[0]);
       return 2;
     }

@@ -647,7 +647,7 @@ __device__ __forceinline__ T* FilterSliceShared(T* p, int32_t slices, int32_t ra
 //      shared memory, and the remaining radix digits of top-k and the whole
 //      top-p search (as before: 8-bit digits with mass histograms) run
 //      there, on at most kFilterCandidates elements; a row with more falls
-//      back to the global passes (FilterThresholdGlobal);
+//      back to digit rounds over the row (FilterThresholdSliced);
 //   4. the kept mass in the fixed chunk order, one warp per chunk (8 lanes
 //      of the chunk order per thread, the pairwise tree in registers and
 //      shuffles): the bits of rejection_core.h's order.
@@ -1055,86 +1055,206 @@ __device__ __noinline__ void DirectKeptMass(FilterShared& sh, uint32_t threshold
   }
 }
 
-// The former filter: radix passes over the whole row in global memory, for
-// rows whose candidates do not fit in shared memory. Returns the threshold key.
+// The whole-row search, for rows whose candidates do not fit in shared
+// memory (large top-k, a wide top-p nucleus): 8-bit digit rounds, each a
+// pass over the row in which every slice of the row's cluster counts its
+// share (and, for top-p, sums its mass in kFilterMassCopies copies, one per
+// group of warps: a single 64-bit counter per digit serialized the many
+// elements of the few hot digits), merged through distributed shared memory
+// before warp 0 picks the digit as the candidates' rounds do. Returns the
+// threshold key. All slices call it; `slice` is this block's share.
+constexpr int kFilterMassCopies = 8;
+
 template <SampleDtype D>
-__device__ uint32_t FilterThresholdGlobal(FilterShared& sh, const void* row_ptr, int32_t v,
-                                          const SequenceSamplingParams& s, float row_max, float scale) {
+__device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const void* row_ptr, int32_t v, QuadSlice slice,
+                                          int32_t slices, int32_t top_k, float top_p, float row_max,
+                                          float scale) {
+  static_assert(sizeof(TopPUnits) * kFilterMassCopies * 256 <= sizeof(uint32_t) * kFilterCandidates * 2 &&
+                offsetof(FilterShared, cand_weight) == offsetof(FilterShared, cand_key) + sizeof(uint32_t) * kFilterCandidates &&
+                offsetof(FilterShared, cand_index) % alignof(TopPUnits) == 0 &&
+                sizeof(uint32_t) * 256 + sizeof(TopPUnits) * 256 <= sizeof(int32_t) * kFilterCandidates);
   const int t = threadIdx.x;
-  uint32_t kept_from = 0;
-  if (s.top_k > 0 && s.top_k < v) {
-    uint32_t prefix = 0, mask = 0;
-    if (t == 0) sh.remaining = static_cast<uint32_t>(s.top_k);
-    for (int shift = 24; shift >= 0; shift -= 8) {
-      for (int d = t; d < 256; d += kFilterThreads) sh.digit_count[d] = 0;
-      __syncthreads();
-      for (int32_t x = t; x < v; x += kFilterThreads) {
-        const uint32_t key = OrderedKey(LoadOne<D>(row_ptr, x));
-        if ((key & mask) == prefix) atomicAdd(&sh.digit_count[(key >> shift) & 255u], 1u);
+  // The candidates' arrays are unused on this path: the mass copies take
+  // cand_key and cand_weight, this slice's digit counts and masses (which
+  // the other slices read) cand_index.
+  auto* mass_copies = reinterpret_cast<TopPUnits(*)[256]>(sh.cand_key);
+  uint32_t* share_count = reinterpret_cast<uint32_t*>(sh.cand_index);
+  TopPUnits* share_mass = reinterpret_cast<TopPUnits*>(sh.cand_index + 256);
+  const auto round = [&](bool by_mass, uint32_t kept_from, uint32_t prefix, uint32_t mask, int shift,
+                         bool first_of_top_p, bool budget_from_round) {
+    // Every block has read the previous round's shares.
+    FilterSlicesSync(slices);
+    for (int d = t; d < 256; d += kFilterThreads) {
+      share_count[d] = 0;
+      if (by_mass) {
+#pragma unroll
+        for (int c = 0; c < kFilterMassCopies; ++c) mass_copies[c][d] = 0;
       }
-      __syncthreads();
-      if (t == 0) {
-        uint32_t remaining = sh.remaining;
-        int d = 255;
-        for (; d > 0; --d) {
-          if (remaining <= sh.digit_count[d]) break;
-          remaining -= sh.digit_count[d];
+    }
+    __syncthreads();
+    TopPUnits* my_mass = mass_copies[(t / 32) % kFilterMassCopies];
+    ForEachSliceValue<D>(row_ptr, v, slice, [&](int32_t, float z) {
+      const uint32_t key = OrderedKey(z);
+      if (key >= kept_from && (key & mask) == prefix) {
+        const uint32_t d = (key >> shift) & 255u;
+        atomicAdd(&share_count[d], 1u);
+        if (by_mass) {
+          atomicAdd(&my_mass[d], TopPUnits{rejection::TopPMassUnits(rejection::ScaledLogitWeight(z, row_max, scale))});
         }
-        sh.remaining = remaining;
+      }
+    });
+    __syncthreads();
+    for (int d = t; d < 256 && by_mass; d += kFilterThreads) {
+      TopPUnits m = 0;
+#pragma unroll
+      for (int c = 0; c < kFilterMassCopies; ++c) m += mass_copies[c][d];
+      share_mass[d] = m;
+    }
+    // Every slice's share is complete.
+    FilterSlicesSync(slices);
+    for (int d = t; d < 256; d += kFilterThreads) {
+      uint32_t count = 0;
+      TopPUnits mass = 0;
+      for (int32_t r = 0; r < slices; ++r) {
+        count += FilterSliceShared(share_count, slices, r)[d];
+        if (by_mass) mass += FilterSliceShared(share_mass, slices, r)[d];
+      }
+      sh.digit_count[d] = count;
+      sh.digit_mass[d] = by_mass ? mass : TopPUnits{0};
+    }
+    __syncthreads();
+    if (t < 32) {
+      if (first_of_top_p) {
+        if (t == 0) sh.above = 0;
+        if (budget_from_round) {
+          // The mass at or above kept_from: this first round's, whole.
+          TopPUnits m = 0;
+          for (int d = t; d < 256; d += 32) m += sh.digit_mass[d];
+#pragma unroll
+          for (int o = 16; o > 0; o /= 2) m += __shfl_xor_sync(kFullMask, m, o);
+          if (t == 0) sh.budget = rejection::TopPBudgetUnits(top_p, m);
+        }
+        __syncwarp();
+      }
+      uint32_t count_above;
+      TopPUnits mass_above;
+      const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
+      __syncwarp();
+      if (t == 0) {
+        if (by_mass) {
+          sh.above += mass_above;
+        } else {
+          sh.remaining -= count_above;
+        }
         sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
       }
-      __syncthreads();
-      prefix = sh.prefix;
+    }
+    __syncthreads();
+    return sh.prefix;
+  };
+  uint32_t kept_from = 0;
+  if (top_k > 0 && top_k < v) {
+    if (t == 0) sh.remaining = static_cast<uint32_t>(top_k);
+    uint32_t prefix = 0, mask = 0;
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      prefix = round(false, 0, prefix, mask, shift, false, false);
       mask |= 255u << shift;
     }
     kept_from = prefix;
   }
   uint32_t threshold = kept_from;
-  if (s.top_p < 1.0f) {
+  if (top_p < 1.0f) {
     uint32_t prefix = 0, mask = 0;
-    if (t == 0) sh.above = 0;
     for (int shift = 24; shift >= 0; shift -= 8) {
-      for (int d = t; d < 256; d += kFilterThreads) {
-        sh.digit_count[d] = 0;
-        sh.digit_mass[d] = 0;
-      }
-      __syncthreads();
-      for (int32_t x = t; x < v; x += kFilterThreads) {
-        const float z = LoadOne<D>(row_ptr, x);
-        const uint32_t key = OrderedKey(z);
-        if (key >= kept_from && (key & mask) == prefix) {
-          atomicAdd(&sh.digit_count[(key >> shift) & 255u], 1u);
-          atomicAdd(&sh.digit_mass[(key >> shift) & 255u],
-                    TopPUnits{rejection::TopPMassUnits(rejection::ScaledLogitWeight(z, row_max, scale))});
-        }
-      }
-      __syncthreads();
-      if (t == 0) {
-        if (shift == 24) {
-          TopPUnits kept_mass = 0;
-          for (int d = 0; d < 256; ++d) kept_mass += sh.digit_mass[d];
-          sh.budget = rejection::TopPBudgetUnits(s.top_p, kept_mass);
-        }
-        TopPUnits above = sh.above;
-        int chosen = -1;
-        TopPUnits above_chosen = above;
-        for (int d = 255; d >= 0; --d) {
-          if (sh.digit_count[d] == 0) continue;
-          if (!(above < sh.budget)) break;
-          chosen = d;
-          above_chosen = above;
-          above += sh.digit_mass[d];
-        }
-        sh.above = above_chosen;
-        sh.prefix = prefix | (static_cast<uint32_t>(chosen < 0 ? 0 : chosen) << shift);
-      }
-      __syncthreads();
-      prefix = sh.prefix;
+      prefix = round(true, kept_from, prefix, mask, shift, shift == 24, true);
       mask |= 255u << shift;
     }
     threshold = prefix;
   }
+  // No block may start on the next row's use of these arrays (none here:
+  // the caller's next cluster barrier is its own) while one still reads.
+  FilterSlicesSync(slices);
   return threshold;
+}
+
+// Step 4 and the row's normalizer: the kept mass in the fixed chunk order
+// from the row (mass_from_row: the groups sh.group_bits marks) or from
+// DirectKeptMass's chunk sums, then thread 0 writes the threshold and sum.
+template <SampleDtype D>
+__device__ __forceinline__ void FinishRow(FilterShared& sh, const void* row_ptr, int32_t v, uint32_t threshold,
+                                          bool mass_from_row, float row_max, float scale, DeviceRowNorm* norm) {
+  const int t = threadIdx.x;
+  const float threshold_value = threshold == 0 ? rejection::NegativeInfinity() : KeyToFloat(threshold);
+  // 4. The kept mass in the fixed chunk order from the row (unless the
+  // kept elements were few: DirectKeptMass): warp w takes chunks w, w + 16,
+  // ...; lane l holds the chunk-order lanes l + 32 j, j = 0..7.
+  const int warp = t / 32, lane = t % 32;
+  const int32_t num_chunks = rejection::NumChunks(v);
+  const bool vector_ok = v % 4 == 0;
+  for (int32_t c = warp; mass_from_row && c < num_chunks; c += kFilterWarps) {
+    const int32_t begin = c * rejection::kNormalizerChunk;
+    const int32_t end = min(v, begin + rejection::kNormalizerChunk);
+    double lane_sums[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int32_t chunk_lane = lane + 32 * j;
+      const int32_t group = c * kThreads + chunk_lane;
+      const bool any_kept = (sh.group_bits[group / 32] >> (group % 32)) & 1u;
+      float partial = 0.0f;
+      // A group without a kept element sums to +0 unread. One branch skips
+      // its loads and 16 compares: as per-element branches they were ~40% of
+      // the filter's time (ncu, bench/sampling/results/2026-11-24-filter).
+      if (any_kept) {
+        float z[kRounds][4];
+#pragma unroll
+        for (int r = 0; r < kRounds; ++r) {
+          const int32_t x = begin + (r * kThreads + chunk_lane) * rejection::kLaneWidth;
+          if (x < end) {
+            Load4<D>(row_ptr, x, end, vector_ok, z[r], -kInfinity);
+          } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) z[r][i] = -kInfinity;
+          }
+        }
+#pragma unroll
+        for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+          for (int i = 0; i < 4; ++i) {
+            // Skipped elements add +0, which changes no partial sum.
+            if (z[r][i] >= threshold_value) {
+              partial = detmath::Add(partial, rejection::ScaledLogitWeight(z[r][i], row_max, scale));
+            }
+          }
+        }
+      }
+      lane_sums[j] = static_cast<double>(partial);
+    }
+    const double w = FoldChunkLanes(lane_sums);
+    if (lane == 0) sh.chunk_sum[c] = w;
+  }
+  __syncthreads();
+  if (t == 0) {
+    double z_sum = 0.0;
+    for (int32_t c = 0; c < num_chunks; ++c) z_sum = detmath::AddD(z_sum, sh.chunk_sum[c]);
+    norm->norm.threshold = threshold_value;
+    norm->norm.sum = static_cast<float>(z_sum);
+  }
+}
+
+
+// Rows whose candidates overflow shared memory: the threshold from digit
+// rounds over the row by every slice, then the first slice's block sums the
+// kept mass from the row. Out of line, so that the registers it needs are
+// not the common path's.
+template <SampleDtype D>
+__device__ __noinline__ void FilterWholeRow(FilterShared& sh, const void* row_ptr, int32_t v, QuadSlice slice,
+                                            int32_t slices, int32_t rank, int32_t top_k, float top_p,
+                                            float row_max, float scale, DeviceRowNorm* norm) {
+  const uint32_t threshold = FilterThresholdSliced<D>(sh, row_ptr, v, slice, slices, top_k, top_p, row_max, scale);
+  if (rank != 0) return;
+  for (int i = threadIdx.x; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
+  __syncthreads();
+  FinishRow<D>(sh, row_ptr, v, threshold, true, row_max, scale, norm);
 }
 
 template <SampleDtype D>
@@ -1457,8 +1577,12 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
         count_above_cut = sh.cut_above;
       }
       // Every candidate is in the first slice's shared memory, and no block
-      // reads another's any more: the other slices are done.
+      // reads another's bins any more.
       FilterSlicesSync(row_slices);
+      if (!candidates) {
+        FilterWholeRow<D>(sh, row_ptr, v, slice, row_slices, rank, s.top_k, s.top_p, row_max, scale, norm);
+        return;
+      }
       if (rank != 0) return;
     }
     // Every element the thresholds can fall on is a candidate now.
@@ -1507,10 +1631,6 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
           }
         }
       }
-    } else {
-      threshold = FilterThresholdGlobal<D>(sh, row_ptr, v, s, row_max, scale);
-      __syncthreads();
-      for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
     }
     __syncthreads();
     if (!mass_from_row) DirectKeptMass(sh, threshold, rejection::NumChunks(v));
@@ -1518,61 +1638,7 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
     for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
   }
   __syncthreads();
-  const float threshold_value = threshold == 0 ? rejection::NegativeInfinity() : KeyToFloat(threshold);
-  // 4. The kept mass in the fixed chunk order from the row (unless the
-  // kept elements were few: DirectKeptMass): warp w takes chunks w, w + 16,
-  // ...; lane l holds the chunk-order lanes l + 32 j, j = 0..7.
-  const int warp = t / 32, lane = t % 32;
-  const int32_t num_chunks = rejection::NumChunks(v);
-  const bool vector_ok = v % 4 == 0;
-  for (int32_t c = warp; mass_from_row && c < num_chunks; c += kFilterWarps) {
-    const int32_t begin = c * rejection::kNormalizerChunk;
-    const int32_t end = min(v, begin + rejection::kNormalizerChunk);
-    double lane_sums[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      const int32_t chunk_lane = lane + 32 * j;
-      const int32_t group = c * kThreads + chunk_lane;
-      const bool any_kept = (sh.group_bits[group / 32] >> (group % 32)) & 1u;
-      float partial = 0.0f;
-      // A group without a kept element sums to +0 unread. One branch skips
-      // its loads and 16 compares: as per-element branches they were ~40% of
-      // the filter's time (ncu, bench/sampling/results/2026-11-24-filter).
-      if (any_kept) {
-        float z[kRounds][4];
-#pragma unroll
-        for (int r = 0; r < kRounds; ++r) {
-          const int32_t x = begin + (r * kThreads + chunk_lane) * rejection::kLaneWidth;
-          if (x < end) {
-            Load4<D>(row_ptr, x, end, vector_ok, z[r], -kInfinity);
-          } else {
-#pragma unroll
-            for (int i = 0; i < 4; ++i) z[r][i] = -kInfinity;
-          }
-        }
-#pragma unroll
-        for (int r = 0; r < kRounds; ++r) {
-#pragma unroll
-          for (int i = 0; i < 4; ++i) {
-            // Skipped elements add +0, which changes no partial sum.
-            if (z[r][i] >= threshold_value) {
-              partial = detmath::Add(partial, rejection::ScaledLogitWeight(z[r][i], row_max, scale));
-            }
-          }
-        }
-      }
-      lane_sums[j] = static_cast<double>(partial);
-    }
-    const double w = FoldChunkLanes(lane_sums);
-    if (lane == 0) sh.chunk_sum[c] = w;
-  }
-  __syncthreads();
-  if (t == 0) {
-    double z_sum = 0.0;
-    for (int32_t c = 0; c < num_chunks; ++c) z_sum = detmath::AddD(z_sum, sh.chunk_sum[c]);
-    norm->norm.threshold = threshold_value;
-    norm->norm.sum = static_cast<float>(z_sum);
-  }
+  FinishRow<D>(sh, row_ptr, v, threshold, mass_from_row, row_max, scale, norm);
 }
 
 // -------------------------------------------------------------- race --
