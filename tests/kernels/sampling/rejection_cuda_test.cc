@@ -430,11 +430,13 @@ TEST_F(RejectionCudaTest, FilteredRowsMatchForEveryNumberOfSlices) {
 }
 
 // Top-k with k at most half of a row's warp maxima (8 per 4,096-logit chunk
-// of the row pass) takes its candidates from the k-th largest maximum in one
-// pass. A row whose last quad is partial (151,937) has no maxima (every chunk
-// takes the general path) and falls back to the histogram; so do rows whose
-// ties put more than 2,048 elements at or above the bound, and masked rows
-// (mostly -inf) whose maxima are -inf.
+// of the row pass) takes as candidates the elements at or above the k-th
+// largest maximum, read only from the groups whose maximum reaches it. A row
+// whose last quad is partial (151,937) has no maxima (every chunk takes the
+// general path): all its groups are read, the candidates overflow shared
+// memory and the histogram takes over; so does a row whose ties put more
+// than 2,048 elements at or above the bound. A masked row (mostly -1000, the
+// documented mask: -inf logits are invalid) keeps the one-pass path.
 TEST_F(RejectionCudaTest, FilteredRowsFromWarpMaximaMatch) {
   struct Case {
     int32_t vocab;
@@ -472,10 +474,11 @@ TEST_F(RejectionCudaTest, FilteredRowsFromWarpMaximaMatch) {
     }
   }
   // Ties and masks: a row of zeros with 20 ones (the 50th largest maximum is
-  // 0: every element is at or above it), and a row of -inf with 300 finite
-  // values (its maxima are mostly -inf).
+  // 0: every element is at or above it, which overflows shared memory into
+  // the histogram and then the whole-row rounds), and a row masked to -1000
+  // but for 300 values (most groups' maxima are the mask).
   constexpr int32_t kVocab = 151936;
-  std::vector<float> ties(kVocab, 0.0f), masked(kVocab, -std::numeric_limits<float>::infinity());
+  std::vector<float> ties(kVocab, 0.0f), masked(kVocab, -1000.0f);
   SplitMix64 rng(77);
   for (int32_t i = 0; i < 20; ++i) ties[(i * 7919) % kVocab] = 1.0f;
   for (int32_t i = 0; i < 300; ++i) masked[(i * 4099 + 13) % kVocab] = static_cast<float>(rng.NextBelow(1000)) / 100.0f;
