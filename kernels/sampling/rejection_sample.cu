@@ -580,8 +580,9 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
 }
 
 // ------------------------------------------------------------ filter --
-// Top-k then top-p on a logits target row (docs/SAMPLING.md): radix select
-// over order-preserving keys of z, one block per target row.
+// Top-k then top-p on a logits target row (docs/SAMPLING.md): selection
+// over order-preserving keys of z by up to kFilterMaxSlices blocks per row
+// (a thread-block cluster on sm_90), the first of which finishes the row.
 
 __device__ __forceinline__ uint32_t OrderedKey(float z) {
   uint32_t bits = detmath::FloatToBits(z);
@@ -602,7 +603,7 @@ struct FilterArgs {
 
 // The cluster operations the filter's slices need. The portable PTX of the
 // build (compute_75) has no clusters; the launcher gives its kernels one
-// slice per row (FilterTakesClusters), where these are the block's own.
+// slice per row (FilterHasClusters), where these are the block's own.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define SV_FILTER_HAS_CLUSTERS 0
 #else
@@ -633,24 +634,29 @@ __device__ __forceinline__ T* FilterSliceShared(T* p, int32_t slices, int32_t ra
 
 // The filter finds its threshold on a shared-memory copy of the few
 // elements that can decide it (FlashInfer and vLLM select top-k/top-p
-// thresholds by pivot or radix search rather than a sort; this is a radix
-// search whose first digit is a histogram over the whole row and whose
-// further digits run on the compacted candidates):
-//   1. one pass over the row: a count histogram of the top 11 bits of the
-//      order-preserving keys (shared atomics);
+// thresholds by pivot or radix search rather than a sort). Top-k with k at
+// most half the row's warp maxima (kept by the row pass) gathers them in
+// one step: the elements at or above the k-th largest maximum, read from
+// the groups of 512 values whose maximum reaches it (FilterKernel). Otherwise,
+// a radix search whose first digit is a histogram over the row and whose
+// further digits run on the compacted candidates:
+//   1. one pass over the row, each slice its share: a count histogram of
+//      the top 11 bits of the order-preserving keys (shared atomics), the
+//      slices' summed through distributed shared memory;
 //   2. from the histogram alone, the coarse bin b that holds the decision:
 //      top-k's k-th largest key, or (top-p without top-k) the lowest bin
 //      whose lower bound on the mass above it (count x weight of the bin's
 //      lower edge) is still below the budget, top_p x the row's mass (a
 //      double sum of the weights taken in the same pass);
 //   3. a second pass copies every element of bins >= b (key and weight) to
-//      shared memory, and the remaining radix digits of top-k and the whole
-//      top-p search (as before: 8-bit digits with mass histograms) run
-//      there, on at most kFilterCandidates elements; a row with more falls
-//      back to digit rounds over the row (FilterThresholdSliced);
-//   4. the kept mass in the fixed chunk order, one warp per chunk (8 lanes
-//      of the chunk order per thread, the pairwise tree in registers and
-//      shuffles): the bits of rejection_core.h's order.
+//      the first slice's shared memory, where the remaining digits of top-k
+//      and the top-p search run on at most kFilterCandidates elements (as
+//      direct rank-counting searches on at most kFilterDirect); a row with
+//      more takes digit rounds over the row (FilterThresholdSliced);
+//   4. the kept mass in the fixed chunk order: from shared memory when the
+//      kept set is small (DirectKeptMass), else one warp per chunk over the
+//      row (8 lanes of the chunk order per thread, the pairwise tree in
+//      registers and shuffles): the bits of rejection_core.h's order.
 constexpr int kFilterBins = 2048;
 constexpr int kFilterBinShift = 21;  // 32 - 11 bits
 constexpr int kFilterCandidates = 2048;
@@ -696,6 +702,9 @@ struct FilterShared {
   int32_t cut_rank;
   uint32_t cut_above, num_candidates, cursor, direct_count;
   uint32_t bound_key, bound_cursor, group_count;  // the candidates from the warp maxima
+  // The first slice's word to the others after its searches: whether they
+  // share the kept-mass pass over the row, and at which threshold.
+  uint32_t share_pass, share_threshold;
   uint32_t prefix;
   uint32_t remaining;
   TopPUnits above, budget;
@@ -703,7 +712,7 @@ struct FilterShared {
   TopPUnits slice_mass;  // top-p alone: this block's slice's share of it
 };
 
-// Exclusive prefix sum over the 1024 threads of the filter block (thread
+// Exclusive prefix sum over the kFilterThreads threads of the filter block (thread
 // order), and the total. Uses sh.warp_u / sh.warp_d / sh.warp_m.
 template <typename T>
 __device__ __forceinline__ T FilterBlockScan(T v, T* warp_totals, T& total) {
@@ -855,12 +864,23 @@ __device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint
                                             bool set_budget_from_mass, float top_p) {
   const int t = threadIdx.x;
   const uint32_t n = sh.num_candidates;
+  // Masses go to kRadixMassCopies copies of the digit counters (one per
+  // group of warps, in the union's bins, unused here): the candidates crowd
+  // into a few digits, and one 64-bit counter per digit serialized them
+  // (~35 us for a top-p over 1,000 candidates on the H100).
+  constexpr int kRadixMassCopies = 4;
+  static_assert(sizeof(TopPUnits) * kRadixMassCopies * 256 <= sizeof(uint32_t) * kFilterBins);
+  auto* mass_copies = reinterpret_cast<TopPUnits(*)[256]>(sh.bin_count);
+  TopPUnits* my_mass = mass_copies[(t / 32) % kRadixMassCopies];
   // Digits at first_shift, first_shift - 8, ..., then 0 (24, 16, 8, 0 or
   // 13, 5, 0: the last digit's high bits are then already fixed by the mask).
   for (int shift = first_shift;; shift = shift >= 8 ? shift - 8 : 0) {
     for (int d = t; d < 256; d += kFilterThreads) {
       sh.digit_count[d] = 0;
-      sh.digit_mass[d] = 0;
+      if (by_mass) {
+#pragma unroll
+        for (int c = 0; c < kRadixMassCopies; ++c) mass_copies[c][d] = 0;
+      }
     }
     __syncthreads();
     for (uint32_t i = t; i < n; i += kFilterThreads) {
@@ -868,8 +888,17 @@ __device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint
       if (key >= kept_from && (key & mask) == prefix) {
         const uint32_t d = (key >> shift) & 255u;
         atomicAdd(&sh.digit_count[d], 1u);
-        if (by_mass) atomicAdd(&sh.digit_mass[d], TopPUnits{rejection::TopPMassUnits(sh.cand_weight[i])});
+        if (by_mass) atomicAdd(&my_mass[d], TopPUnits{rejection::TopPMassUnits(sh.cand_weight[i])});
       }
+    }
+    __syncthreads();
+    for (int d = t; d < 256; d += kFilterThreads) {
+      TopPUnits m = 0;
+      if (by_mass) {
+#pragma unroll
+        for (int c = 0; c < kRadixMassCopies; ++c) m += mass_copies[c][d];
+      }
+      sh.digit_mass[d] = m;
     }
     __syncthreads();
     if (t < 32) {
@@ -1066,13 +1095,14 @@ __device__ __noinline__ void DirectKeptMass(FilterShared& sh, uint32_t threshold
 constexpr int kFilterMassCopies = 8;
 
 template <SampleDtype D>
-__device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const void* row_ptr, int32_t v, QuadSlice slice,
-                                          int32_t slices, int32_t top_k, float top_p, float row_max,
-                                          float scale) {
-  static_assert(sizeof(TopPUnits) * kFilterMassCopies * 256 <= sizeof(uint32_t) * kFilterCandidates * 2 &&
-                offsetof(FilterShared, cand_weight) == offsetof(FilterShared, cand_key) + sizeof(uint32_t) * kFilterCandidates &&
-                offsetof(FilterShared, cand_index) % alignof(TopPUnits) == 0 &&
-                sizeof(uint32_t) * 256 + sizeof(TopPUnits) * 256 <= sizeof(int32_t) * kFilterCandidates);
+__device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const void* row_ptr, int32_t v,
+                                                       QuadSlice slice, int32_t slices, int32_t top_k, float top_p,
+                                                       float row_max, float scale) {
+  static_assert(sizeof(TopPUnits) * kFilterMassCopies * 256 <= sizeof(uint32_t) * kFilterCandidates * 2);
+  static_assert(offsetof(FilterShared, cand_weight) ==
+                offsetof(FilterShared, cand_key) + sizeof(uint32_t) * kFilterCandidates);
+  static_assert(offsetof(FilterShared, cand_index) % alignof(TopPUnits) == 0);
+  static_assert(sizeof(uint32_t) * 256 + sizeof(TopPUnits) * 256 <= sizeof(int32_t) * kFilterCandidates);
   const int t = threadIdx.x;
   // The candidates' arrays are unused on this path: the mass copies take
   // cand_key and cand_weight, this slice's digit counts and masses (which
@@ -1171,8 +1201,8 @@ __device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const v
     }
     threshold = prefix;
   }
-  // No block may start on the next row's use of these arrays (none here:
-  // the caller's next cluster barrier is its own) while one still reads.
+  // Every block has read the last round's shares before any leaves: a
+  // block's shared memory must outlive the other slices' reads of it.
   FilterSlicesSync(slices);
   return threshold;
 }
@@ -1180,10 +1210,17 @@ __device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const v
 // Step 4 and the row's normalizer: the kept mass in the fixed chunk order
 // from the row (mass_from_row: the groups sh.group_bits marks) or from
 // DirectKeptMass's chunk sums, then thread 0 writes the threshold and sum.
+//
+// With `slices` > 1 the row's slices share the pass over the row (slice r
+// takes chunks r * 16 + w, ... ): they read the first slice's group bits
+// and leave their chunk sums in its shared memory; only the first writes.
 template <SampleDtype D>
 __device__ __forceinline__ void FinishRow(FilterShared& sh, const void* row_ptr, int32_t v, uint32_t threshold,
-                                          bool mass_from_row, float row_max, float scale, DeviceRowNorm* norm) {
+                                          bool mass_from_row, float row_max, float scale, DeviceRowNorm* norm,
+                                          int32_t slices = 1, int32_t rank = 0) {
   const int t = threadIdx.x;
+  const uint32_t* group_bits = FilterSliceShared(sh.group_bits, slices, 0);
+  double* chunk_sum = FilterSliceShared(sh.chunk_sum, slices, 0);
   const float threshold_value = threshold == 0 ? rejection::NegativeInfinity() : KeyToFloat(threshold);
   // 4. The kept mass in the fixed chunk order from the row (unless the
   // kept elements were few: DirectKeptMass): warp w takes chunks w, w + 16,
@@ -1191,7 +1228,7 @@ __device__ __forceinline__ void FinishRow(FilterShared& sh, const void* row_ptr,
   const int warp = t / 32, lane = t % 32;
   const int32_t num_chunks = rejection::NumChunks(v);
   const bool vector_ok = v % 4 == 0;
-  for (int32_t c = warp; mass_from_row && c < num_chunks; c += kFilterWarps) {
+  for (int32_t c = rank * kFilterWarps + warp; mass_from_row && c < num_chunks; c += slices * kFilterWarps) {
     const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(v, begin + rejection::kNormalizerChunk);
     double lane_sums[8];
@@ -1199,7 +1236,7 @@ __device__ __forceinline__ void FinishRow(FilterShared& sh, const void* row_ptr,
     for (int j = 0; j < 8; ++j) {
       const int32_t chunk_lane = lane + 32 * j;
       const int32_t group = c * kThreads + chunk_lane;
-      const bool any_kept = (sh.group_bits[group / 32] >> (group % 32)) & 1u;
+      const bool any_kept = (group_bits[group / 32] >> (group % 32)) & 1u;
       float partial = 0.0f;
       // A group without a kept element sums to +0 unread. One branch skips
       // its loads and 16 compares: as per-element branches they were ~40% of
@@ -1230,9 +1267,15 @@ __device__ __forceinline__ void FinishRow(FilterShared& sh, const void* row_ptr,
       lane_sums[j] = static_cast<double>(partial);
     }
     const double w = FoldChunkLanes(lane_sums);
-    if (lane == 0) sh.chunk_sum[c] = w;
+    if (lane == 0) chunk_sum[c] = w;
   }
-  __syncthreads();
+  // Every chunk's sum is in the first slice's shared memory.
+  if (mass_from_row && slices > 1) {
+    FilterSlicesSync(slices);
+  } else {
+    __syncthreads();
+  }
+  if (rank != 0) return;
   if (t == 0) {
     double z_sum = 0.0;
     for (int32_t c = 0; c < num_chunks; ++c) z_sum = detmath::AddD(z_sum, sh.chunk_sum[c]);
@@ -1241,6 +1284,13 @@ __device__ __forceinline__ void FinishRow(FilterShared& sh, const void* row_ptr,
   }
 }
 
+// FinishRow for the slices that only share the pass over the row: out of
+// line, so that the common path's registers are not spent on a second copy.
+template <SampleDtype D>
+__device__ __noinline__ void ShareRowPass(FilterShared& sh, const void* row_ptr, int32_t v, uint32_t threshold,
+                                          float row_max, float scale, int32_t slices, int32_t rank) {
+  FinishRow<D>(sh, row_ptr, v, threshold, true, row_max, scale, nullptr, slices, rank);
+}
 
 // Rows whose candidates overflow shared memory: the threshold from digit
 // rounds over the row by every slice, then the first slice's block sums the
@@ -1360,6 +1410,7 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
 
   uint32_t threshold = 0;
   bool mass_from_row = true;  // step 4 over the row, else from the direct set
+  int32_t sharing_slices = 1;  // the blocks waiting to share step 4 over the row
   if (top_k || top_p) {
     int32_t row_slices = slices;  // the blocks that take part in the histogram
     QuadSlice slice = SliceOfRow(v, slices, rank);
@@ -1583,7 +1634,17 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
         FilterWholeRow<D>(sh, row_ptr, v, slice, row_slices, rank, s.top_k, s.top_p, row_max, scale, norm);
         return;
       }
-      if (rank != 0) return;
+      if (rank != 0) {
+        // The first slice's block searches the candidates; the others wait
+        // to share its kept-mass pass over the row, if it takes one.
+        FilterSlicesSync(row_slices);
+        if (*FilterSliceShared(&sh.share_pass, row_slices, 0) != 0) {
+          ShareRowPass<D>(sh, row_ptr, v, *FilterSliceShared(&sh.share_threshold, row_slices, 0), row_max, scale,
+                          row_slices, rank);
+        }
+        return;
+      }
+      sharing_slices = row_slices;
     }
     // Every element the thresholds can fall on is a candidate now.
     if (candidates) {
@@ -1633,12 +1694,21 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       }
     }
     __syncthreads();
+    if (sharing_slices > 1) {
+      if (t == 0) {
+        sh.share_pass = mass_from_row ? 1u : 0u;
+        sh.share_threshold = threshold;
+      }
+      // The group bits and the word are in: the other slices read them.
+      FilterSlicesSync(sharing_slices);
+      if (!mass_from_row) sharing_slices = 1;  // they have left
+    }
     if (!mass_from_row) DirectKeptMass(sh, threshold, rejection::NumChunks(v));
   } else {
     for (int i = t; i < kFilterGroupWords; i += kFilterThreads) sh.group_bits[i] = ~0u;
   }
   __syncthreads();
-  FinishRow<D>(sh, row_ptr, v, threshold, mass_from_row, row_max, scale, norm);
+  FinishRow<D>(sh, row_ptr, v, threshold, mass_from_row, row_max, scale, norm, sharing_slices, 0);
 }
 
 // -------------------------------------------------------------- race --
