@@ -702,8 +702,9 @@ struct FilterShared {
   int32_t cut_rank;
   uint32_t cut_above, num_candidates, cursor, direct_count;
   uint32_t bound_key, bound_cursor, group_count;  // the candidates from the warp maxima
-  // The first slice's word to the others after its searches: whether they
-  // share the kept-mass pass over the row, and at which threshold.
+  // The first slice's word to each other slice after its searches (written
+  // into theirs): whether they share the kept-mass pass over the row, and
+  // at which threshold.
   uint32_t share_pass, share_threshold;
   uint32_t prefix;
   uint32_t remaining;
@@ -1636,12 +1637,11 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
       }
       if (rank != 0) {
         // The first slice's block searches the candidates; the others wait
-        // to share its kept-mass pass over the row, if it takes one.
+        // to share its kept-mass pass over the row, if it takes one (its
+        // word arrives in their own shared memory: the first block may have
+        // left by the time they read it when there is no pass to share).
         FilterSlicesSync(row_slices);
-        if (*FilterSliceShared(&sh.share_pass, row_slices, 0) != 0) {
-          ShareRowPass<D>(sh, row_ptr, v, *FilterSliceShared(&sh.share_threshold, row_slices, 0), row_max, scale,
-                          row_slices, rank);
-        }
+        if (sh.share_pass != 0) ShareRowPass<D>(sh, row_ptr, v, sh.share_threshold, row_max, scale, row_slices, rank);
         return;
       }
       sharing_slices = row_slices;
@@ -1695,11 +1695,12 @@ __global__ void __launch_bounds__(kFilterThreads, kFilterBlocksPerSm) FilterKern
     }
     __syncthreads();
     if (sharing_slices > 1) {
-      if (t == 0) {
-        sh.share_pass = mass_from_row ? 1u : 0u;
-        sh.share_threshold = threshold;
+      // Thread r tells slice r whether to share the pass, and at which
+      // threshold; the group bits stay here, read by the slices that share.
+      if (t > 0 && t < sharing_slices) {
+        *FilterSliceShared(&sh.share_pass, sharing_slices, t) = mass_from_row ? 1u : 0u;
+        *FilterSliceShared(&sh.share_threshold, sharing_slices, t) = threshold;
       }
-      // The group bits and the word are in: the other slices read them.
       FilterSlicesSync(sharing_slices);
       if (!mass_from_row) sharing_slices = 1;  // they have left
     }
