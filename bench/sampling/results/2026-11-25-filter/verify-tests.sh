@@ -14,6 +14,6 @@ timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/bin/rejectio
   --gtest_filter='*Filtered*:*TargetShape*:*TopP*:*BadValues*:*OwnSequences*:*Graph*' > $O/memcheck.txt 2>&1
 echo "memcheck rc=$?" >> $O/summary.txt; tail -n 1 $O/memcheck.txt >> $O/summary.txt
 timeout 120 compute-sanitizer --tool racecheck --error-exitcode 9 $B/bin/rejection_cuda_test \
-  --gtest_filter='*TopPBoundaries*:*TargetShape*:*GreedyFiltered*' > $O/racecheck.txt 2>&1
+  --gtest_filter="*TopPBoundaries*:*TargetShape*:*GreedyFiltered*" > $O/racecheck.txt 2>&1
 echo "racecheck rc=$?" >> $O/summary.txt; tail -n 1 $O/racecheck.txt >> $O/summary.txt
 cat $O/summary.txt
