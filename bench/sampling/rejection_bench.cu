@@ -459,6 +459,10 @@ int main(int argc, char** argv) {
       opt.blocks_per_sm = std::atoi(argv[++i]);
     } else if (a == "--top-k" && i + 1 < argc) {
       opt.top_k = std::atoi(argv[++i]);
+      if (opt.top_k < 0) {
+        std::fprintf(stderr, "--top-k K: K >= 0 (0: no top-k)\n");
+        return 2;
+      }
     } else if (a == "--top-p" && i + 1 < argc) {
       opt.top_p = static_cast<float>(std::atof(argv[++i]));
       if (!(opt.top_p > 0.0f && opt.top_p <= 1.0f)) {
