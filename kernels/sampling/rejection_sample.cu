@@ -855,6 +855,39 @@ __device__ int FilterPickDigit(FilterShared& sh, bool by_mass, uint32_t remainin
   return __shfl_sync(kFullMask, chosen, src);
 }
 
+// Warp 0's step of a digit round, on the round's sh.digit_count /
+// sh.digit_mass: on the first round of a top-p search whose budget is the
+// searched set's mass (top-k then top-p), that budget; then the digit
+// (FilterPickDigit), the count or mass above it taken off sh.remaining or
+// added to sh.above, and sh.prefix = prefix | digit << shift. The caller
+// synchronizes the block after it.
+__device__ void FilterPickAndAdvance(FilterShared& sh, bool by_mass, bool budget_from_digits, float top_p,
+                                     uint32_t prefix, int shift) {
+  const int t = threadIdx.x;
+  if (budget_from_digits) {
+    TopPUnits m = 0;
+    for (int d = t; d < 256; d += 32) m += sh.digit_mass[d];
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) m += __shfl_xor_sync(kFullMask, m, o);
+    if (t == 0) sh.budget = rejection::TopPBudgetUnits(top_p, m);
+    __syncwarp();
+  }
+  uint32_t count_above;
+  TopPUnits mass_above;
+  const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
+  // Every lane has read sh.remaining / sh.above / sh.budget before lane 0
+  // rewrites them (racecheck: a write-after-read hazard in the warp).
+  __syncwarp();
+  if (t == 0) {
+    if (by_mass) {
+      sh.above += mass_above;
+    } else {
+      sh.remaining -= count_above;
+    }
+    sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
+  }
+}
+
 // The radix search over the candidates in shared memory: keys with
 // (key & mask) == prefix, 8-bit digits from `shift` down. Top-k: returns the
 // `remaining`-th largest key. Top-p (by_mass): the threshold key, with
@@ -902,31 +935,10 @@ __device__ uint32_t FilterRadixOnCandidates(FilterShared& sh, bool by_mass, uint
       sh.digit_mass[d] = m;
     }
     __syncthreads();
-    if (t < 32) {
-      if (by_mass && set_budget_from_mass && shift == first_shift) {
-        // Top-k then top-p: the kept mass is the candidates' (all kept ones are candidates).
-        TopPUnits m = 0;
-        for (int d = t; d < 256; d += 32) m += sh.digit_mass[d];
-#pragma unroll
-        for (int o = 16; o > 0; o /= 2) m += __shfl_xor_sync(kFullMask, m, o);
-        if (t == 0) sh.budget = rejection::TopPBudgetUnits(top_p, m);
-        __syncwarp();
-      }
-      uint32_t count_above;
-      TopPUnits mass_above;
-      const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
-      // Every lane has read sh.remaining / sh.above / sh.budget before lane 0
-      // rewrites them (racecheck: a write-after-read hazard in the warp).
-      __syncwarp();
-      if (t == 0) {
-        if (by_mass) {
-          sh.above += mass_above;
-        } else {
-          sh.remaining -= count_above;
-        }
-        sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      }
-    }
+    // Top-k then top-p: the budget is the candidates' kept mass (all kept
+    // ones are candidates).
+    const bool budget_from_digits = by_mass && set_budget_from_mass && shift == first_shift;
+    if (t < 32) FilterPickAndAdvance(sh, by_mass, budget_from_digits, top_p, prefix, shift);
     __syncthreads();
     prefix = sh.prefix;
     mask |= 255u << shift;
@@ -1112,7 +1124,7 @@ __device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const v
   uint32_t* share_count = reinterpret_cast<uint32_t*>(sh.cand_index);
   TopPUnits* share_mass = reinterpret_cast<TopPUnits*>(sh.cand_index + 256);
   const auto round = [&](bool by_mass, uint32_t kept_from, uint32_t prefix, uint32_t mask, int shift,
-                         bool first_of_top_p, bool budget_from_round) {
+                         bool first_of_top_p) {
     // Every block has read the previous round's shares.
     FilterSlicesSync(slices);
     for (int d = t; d < 256; d += kFilterThreads) {
@@ -1154,32 +1166,8 @@ __device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const v
       sh.digit_mass[d] = by_mass ? mass : TopPUnits{0};
     }
     __syncthreads();
-    if (t < 32) {
-      if (first_of_top_p) {
-        if (t == 0) sh.above = 0;
-        if (budget_from_round) {
-          // The mass at or above kept_from: this first round's, whole.
-          TopPUnits m = 0;
-          for (int d = t; d < 256; d += 32) m += sh.digit_mass[d];
-#pragma unroll
-          for (int o = 16; o > 0; o /= 2) m += __shfl_xor_sync(kFullMask, m, o);
-          if (t == 0) sh.budget = rejection::TopPBudgetUnits(top_p, m);
-        }
-        __syncwarp();
-      }
-      uint32_t count_above;
-      TopPUnits mass_above;
-      const int d = FilterPickDigit(sh, by_mass, sh.remaining, count_above, mass_above);
-      __syncwarp();
-      if (t == 0) {
-        if (by_mass) {
-          sh.above += mass_above;
-        } else {
-          sh.remaining -= count_above;
-        }
-        sh.prefix = prefix | (static_cast<uint32_t>(d) << shift);
-      }
-    }
+    // The first top-p round's budget: the mass at or above kept_from, whole.
+    if (t < 32) FilterPickAndAdvance(sh, by_mass, first_of_top_p, top_p, prefix, shift);
     __syncthreads();
     return sh.prefix;
   };
@@ -1188,16 +1176,17 @@ __device__ __noinline__ uint32_t FilterThresholdSliced(FilterShared& sh, const v
     if (t == 0) sh.remaining = static_cast<uint32_t>(top_k);
     uint32_t prefix = 0, mask = 0;
     for (int shift = 24; shift >= 0; shift -= 8) {
-      prefix = round(false, 0, prefix, mask, shift, false, false);
+      prefix = round(false, 0, prefix, mask, shift, false);
       mask |= 255u << shift;
     }
     kept_from = prefix;
   }
   uint32_t threshold = kept_from;
   if (top_p < 1.0f) {
+    if (t == 0) sh.above = 0;  // published by the round's first barrier
     uint32_t prefix = 0, mask = 0;
     for (int shift = 24; shift >= 0; shift -= 8) {
-      prefix = round(true, kept_from, prefix, mask, shift, shift == 24, true);
+      prefix = round(true, kept_from, prefix, mask, shift, shift == 24);
       mask |= 255u << shift;
     }
     threshold = prefix;
