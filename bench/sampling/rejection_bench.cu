@@ -19,13 +19,16 @@
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
 //                        [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]
+//                        [--row-chunks N]
 // --dtype stores the rows in that type (default fp32); the kind is then
 // reported as e.g. "logits_bf16" and the read floor reads the same bytes.
 // The top-k 50 + top-p 0.9 row runs in the full sweep and with --only at
 // B=8, gamma=8, V=151936 logits (with --only logits,B,8,151936: at that B);
 // --top-k K / --top-p P change its rules (0 / 1: that rule off);
 // --filter-slices N (1-8) fixes the filter's blocks per row instead of the
-// launcher's choice, which the row reports.
+// launcher's choice, which the row reports. --row-chunks N (1-8) fixes the
+// consecutive chunks of a row each normalizer-pass block takes (logits; the
+// full-row check) instead of the launcher's choice, printed with each row.
 // Without a CUDA device it says so and exits 0.
 #include <cuda_runtime.h>
 
@@ -98,6 +101,7 @@ struct Options {
   int32_t only_b = 0, only_gamma = 0, only_vocab = 0;
   int32_t blocks_per_sm = 0;
   int32_t filter_slices = 0;
+  int32_t row_chunks = 0;  // --row-chunks N: chunks per row-pass block (0: the launcher's choice)
   int32_t top_k = 50;    // the filtered row's rules (0 / 1.0: that rule off)
   float top_p = 0.9f;
   SampleDtype dtype = SampleDtype::kFloat32;
@@ -248,6 +252,7 @@ int Main(const Options& opt) {
   BENCH_CUDA(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch));
   if (opt.blocks_per_sm > 0) scratch.race_blocks_per_sm = opt.blocks_per_sm;
   scratch.filter_slices = opt.filter_slices;
+  scratch.row_pass_chunks_per_block = opt.row_chunks;
   RejectionBatchOutput out;
   BENCH_CUDA(cudaMalloc(&out.accepted_lengths, max_b * sizeof(int32_t)));
   BENCH_CUDA(cudaMalloc(&out.next_tokens, max_b * sizeof(int32_t)));
@@ -369,10 +374,17 @@ int Main(const Options& opt) {
               return 1;
             }
           }
+          // Chunks per normalizer-pass block (logits; 0: no pass).
+          const int64_t pass_rows = int64_t{b} * (2 * gamma + 1);
+          const int32_t chunks = (vocab + 4095) / 4096;
+          const int32_t row_chunks = kind != SampleValueKind::kLogits ? 0
+                                     : opt.row_chunks > 0
+                                         ? std::min(opt.row_chunks, chunks)
+                                         : RejectionRowPassChunksPerBlock(opt.dtype, pass_rows, chunks, scratch.num_sms);
           std::printf("%-13s B=%-3d gamma=%d V=%-6d G=%-3d copies=%-2d  ours median %7.2f us p95 %7.2f | read floor "
-                      "%6.2f us (%.1f MB) | launch %.2f us\n",
+                      "%6.2f us (%.1f MB) | launch %.2f us | row chunks %d\n",
                       kind_name.c_str(), b, gamma, vocab, g, copies, ours.median_us, ours.p95_us, floor.median_us,
-                      floor_bytes / 1e6, empty.median_us);
+                      floor_bytes / 1e6, empty.median_us, row_chunks);
           std::fflush(stdout);
           for (void* p : set.owned) cudaFree(p);
           cudaFree(d_row_index);
@@ -441,6 +453,12 @@ int main(int argc, char** argv) {
       opt.csv_path = argv[++i];
     } else if (a == "--runs" && i + 1 < argc) {
       opt.runs = std::max(200, std::atoi(argv[++i]));
+    } else if (a == "--row-chunks" && i + 1 < argc) {
+      opt.row_chunks = std::atoi(argv[++i]);
+      if (opt.row_chunks < 1 || opt.row_chunks > 8) {
+        std::fprintf(stderr, "--row-chunks N: 1 to 8\n");
+        return 2;
+      }
     } else if (a == "--quick") {
       opt.quick = true;
     } else if (a == "--dtype" && i + 1 < argc) {
@@ -485,7 +503,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
-                   "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]\n",
+                   "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P] "
+                   "[--row-chunks N]\n",
                    argv[0]);
       return 2;
     }

@@ -39,6 +39,12 @@ constexpr int kRaceBlocksPerSmSmall = 2;
 // The row pass holds a chunk's 16 values per thread in registers between its
 // maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers).
 constexpr int kRowPassBlocksPerSm = 6;
+// RowPassRunKernel: blocks per SM, and the most consecutive chunks of a row
+// one block takes.
+constexpr int kRowPassRunBlocksPerSm = 5;
+constexpr int32_t kRowPassMaxChunksPerBlock = 8;
+// Single-chunk waves from which the launcher takes runs.
+constexpr int64_t kRowPassRunMinWaves = 16;
 // The filter: 512 threads, two blocks per SM, and up to kFilterMaxSlices
 // blocks per row (a thread-block cluster on sm_90) so that B=8's 72 target
 // rows keep every SM reading instead of half of them.
@@ -338,6 +344,10 @@ struct RowPassArgs {
   // rows, which the top-k / top-p filter reads right after, are the ones the
   // L2 still holds; and the target rows' warp maxima are kept for it.
   bool targets_last;
+  // RowPassRunKernel: consecutive chunks of one row per block
+  // (RejectionRowPassChunksPerBlock) and the blocks that cover a row.
+  int32_t chunks_per_block;
+  int32_t blocks_per_row;
 };
 
 // Block max of one float per thread (any NaN is dropped: the callers check
@@ -516,6 +526,72 @@ __global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(R
     // record none (NaN).
     a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
         (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : __int_as_float(0x7fffffff);
+  }
+}
+
+// The L2 lines of the thread's values of a whole chunk (LoadChunk's
+// addresses): requested while the block still works on the chunk before,
+// so that chunk's reductions hide their DRAM latency.
+template <SampleDtype D>
+__device__ __forceinline__ void PrefetchChunk(const void* row_ptr, int32_t begin) {
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(row_ptr) + int64_t{x} * SampleDtypeBytes(D)));
+  }
+}
+
+// RowPassKernel for large batches: one block per run of chunks_per_block
+// consecutive chunks of one row, so the block's prologue (its row's address,
+// the row's sequence and temperature: about 146 of a 16-value chunk's 484
+// warp instructions) is paid once per run; each chunk's lines are requested
+// into L2 before the chunk ahead of it is reduced (the first chunk's before
+// the sequence is looked up). The loop's state costs registers: 5 blocks per
+// SM (at 6 it spilled 32-44 bytes; H200, runs of 8, B=128: fp32 487.1 vs
+// 424.6 us, bf16 429.2 vs 414.5). The same statistics, bit for bit, as
+// RowPassKernel's.
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKernel(RowPassArgs a) {
+  __shared__ double sum_shared[kThreads];
+  __shared__ MaxArg max_shared[kWarps];
+  const RejectionBatchInput& in = a.in;
+  const int64_t order = blockIdx.x / a.blocks_per_row;
+  const int64_t slot = !a.targets_last             ? order
+                       : order < a.num_draft_rows ? a.num_target_rows + order
+                                                  : order - a.num_draft_rows;
+  const int32_t c_first = static_cast<int32_t>(blockIdx.x % a.blocks_per_row) * a.chunks_per_block;
+  const int32_t c_end = min(a.num_chunks, c_first + a.chunks_per_block);
+  const bool is_draft = slot >= a.num_target_rows;
+  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const auto is_full = [&](int32_t c) {
+    return a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
+           min(in.vocab_size, (c + 1) * rejection::kNormalizerChunk) - c * rejection::kNormalizerChunk ==
+               rejection::kNormalizerChunk;
+  };
+  if (is_full(c_first)) PrefetchChunk<D>(row_ptr, c_first * rejection::kNormalizerChunk);
+  const float temperature = RowTemperature(a, slot);
+  const bool greedy = !(temperature > 0.0f);
+  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
+  for (int32_t c = c_first; c < c_end; ++c) {
+    const int32_t begin = c * rejection::kNormalizerChunk;
+    const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+    const bool full = is_full(c);
+    float v[kRounds][4];
+    if (full) LoadChunk<D>(row_ptr, begin, v);
+    if (c + 1 < c_end && is_full(c + 1)) PrefetchChunk<D>(row_ptr, begin + rejection::kNormalizerChunk);
+    const ChunkStats stats = (full && !greedy)
+                                 ? FullChunkStats(v, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
+                                 : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+    if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
+    if (a.targets_last && !is_draft) {
+      if (threadIdx.x < kWarps) {
+        // FullChunkStats leaves each warp's maximum in max_shared; other
+        // chunks record none (NaN).
+        a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
+            (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : __int_as_float(0x7fffffff);
+      }
+      __syncthreads();  // read before the next chunk's maxima are written
+    }
   }
 }
 
@@ -2804,9 +2880,23 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
                      num_draft_rows,
                      num_chunks,
                      logits_exact ? RowPassMode::kNormalize : RowPassMode::kCheck,
-                     logits_exact && in.any_top_k_top_p};
-    const int64_t blocks = (num_target_rows + num_draft_rows) * num_chunks;
-    RowPassKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+                     logits_exact && in.any_top_k_top_p,
+                     0,
+                     0};
+    const int64_t rows = num_target_rows + num_draft_rows;
+    // Runs were measured on the normalizer pass only: the full-row check of
+    // probability rows keeps one chunk per block unless a test asks.
+    args.chunks_per_block = scratch.row_pass_chunks_per_block > 0
+                                ? std::min(scratch.row_pass_chunks_per_block, num_chunks)
+                            : logits_exact ? RejectionRowPassChunksPerBlock(D, rows, num_chunks, scratch.num_sms)
+                                           : 1;
+    args.blocks_per_row = (num_chunks + args.chunks_per_block - 1) / args.chunks_per_block;
+    const int64_t blocks = rows * args.blocks_per_row;
+    if (args.chunks_per_block == 1) {
+      RowPassKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+    } else {
+      RowPassRunKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+    }
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     cudaLaunchConfig_t config{};
     config.gridDim = dim3(static_cast<unsigned>((num_target_rows + num_draft_rows + kCombineThreads / 32 - 1) /
@@ -2877,6 +2967,19 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
 }
 
 }  // namespace
+
+int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms) {
+  // Measured on the H100 (bench/sampling/results/2026-11-26-rowpass): runs
+  // of 8 pay where the pass is issue-bound and many waves long, i.e. 16-bit
+  // rows from B = 32 on (bf16 B = 128: 475.5 -> 417.0 us, B = 32: 131.7 ->
+  // 126.3); fp32 rows, which read twice the bytes per instruction, lose at
+  // every B (B = 128: 496.7 -> 540.6), as does a short pass (bf16 B = 8,
+  // 6.5 waves: 51.5 -> 55.8), where the runs leave SMs idle at the tail.
+  if (dtype == SampleDtype::kFloat32) return 1;
+  const int64_t single_chunk_waves = rows * num_chunks / (int64_t{kRowPassBlocksPerSm} * std::max(1, num_sms));
+  if (single_chunk_waves < kRowPassRunMinWaves) return 1;
+  return std::min(kRowPassMaxChunksPerBlock, num_chunks);
+}
 
 int32_t RejectionRaceBlocksPerSm(int32_t num_sequences) {
   // Measured (H200, 2026-11-21, bench/sampling --blocks-per-sm): below 32

@@ -18,7 +18,9 @@
 //     sequences and 3 from 32 on (RejectionRaceBlocksPerSm), in one wave; the
 //     race kernel is compiled for each of the two occupancies.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
-//     every target and draft row, online max + fixed-order double sum), a
+//     every target and draft row, online max + fixed-order double sum; for
+//     long passes over 16-bit rows one block per run of 8 chunks of a row,
+//     RejectionRowPassChunksPerBlock), a
 //     combine kernel that folds each row's chunks (one warp per row), then,
 //     with top-k/top-p, a filter pass (radix select; on sm_90 a cluster of
 //     up to 8 blocks per target row, each reading a slice of it, so that a
@@ -68,6 +70,11 @@ struct RejectionScratch {
   // once (RejectionFilterSlices). Devices below sm_90 always take 1. Tests set
   // it to reach each path.
   int32_t filter_slices = 0;
+  // Consecutive chunks of one row that a normalizer / check-pass block takes
+  // (1-8); 0 (the default) lets the launcher choose
+  // (RejectionRowPassChunksPerBlock). The benchmark sweeps it (--row-chunks);
+  // tests set it to reach runs of several chunks on small rows.
+  int32_t row_pass_chunks_per_block = 0;
 };
 
 // Bytes of device memory LaunchRejectionSample needs for batches within
@@ -87,6 +94,12 @@ cudaError_t InitRejectionScratch(void* device_memory, size_t bytes, const Reject
 // the launch status. Per-sequence input errors are reported in the outputs.
 cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const RejectionScratch& scratch,
                                   cudaStream_t stream);
+
+// Chunks per row-pass block the launcher takes for `rows` rows of
+// `num_chunks` chunks of `dtype` when RejectionScratch::row_pass_chunks_per_block
+// is 0: 8 for 16-bit rows whose single-chunk pass would be 16 waves or more
+// on `num_sms` SMs, else 1.
+int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms);
 
 // Race blocks per SM the launcher plans for a batch of `num_sequences` when
 // RejectionScratch::race_blocks_per_sm is 0.

@@ -93,6 +93,7 @@ class DeviceRunner {
     EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
     EXPECT_EQ(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch), cudaSuccess);
     scratch.filter_slices = filter_slices_;
+    scratch.row_pass_chunks_per_block = row_pass_chunks_per_block_;
     const RejectionSampleParams params{in, out};
     if (replays == 0) {
       EXPECT_EQ(LaunchRejectionSample(params, scratch, stream), cudaSuccess);
@@ -125,6 +126,8 @@ class DeviceRunner {
   // Blocks per filtered row (RejectionScratch::filter_slices); 0 lets the
   // launcher choose.
   void set_filter_slices(int32_t slices) { filter_slices_ = slices; }
+  // Chunks per row-pass block (RejectionScratch::row_pass_chunks_per_block).
+  void set_row_pass_chunks_per_block(int32_t chunks) { row_pass_chunks_per_block_ = chunks; }
 
  private:
   // Rows copied to the device in reverse order (row r at slot rows - 1 - r,
@@ -156,6 +159,7 @@ class DeviceRunner {
   }
   std::vector<void*> owned_;
   int32_t filter_slices_ = 0;
+  int32_t row_pass_chunks_per_block_ = 0;
 };
 
 RejectionHostOutputs RunCpu(const RejectionBatchInput& in, std::vector<int32_t>* greedy_targets = nullptr) {
@@ -652,6 +656,75 @@ TEST_F(RejectionCudaTest, LogProbabilityEdgeValuesMatch) {
                           absl::StrCat("log-probability edges, V ", vocab, " dtype ", static_cast<int>(dtype),
                                        " draft ", draft));
       }
+    }
+  }
+}
+
+// A row-pass block may take several consecutive chunks of its row (one
+// row, sequence and temperature lookup for all of them): every run length,
+// including runs that end on a row's partial last chunk or take the whole
+// row, gives the reference's outputs: sampled and greedy logits rows,
+// top-k / top-p (the filter reads the warp maxima each chunk leaves), the
+// full-row check of probability rows, and a NaN that only the pass reads.
+TEST_F(RejectionCudaTest, RowPassRunsOfSeveralChunksMatch) {
+  struct Case {
+    SampleValueKind kind;
+    SampleDtype dtype;
+    int32_t vocab;
+    bool filtered;
+    bool full_rows;
+  };
+  uint64_t seed = 9100;
+  for (const Case& c : {Case{SampleValueKind::kLogits, SampleDtype::kFloat32, 4096 * 5 + 1000, false, false},
+                        Case{SampleValueKind::kLogits, SampleDtype::kBFloat16, 4096 * 7, false, false},
+                        Case{SampleValueKind::kLogits, SampleDtype::kFloat32, 4096 * 6 + 3, false, false},
+                        Case{SampleValueKind::kLogits, SampleDtype::kFloat32, 4096 * 9 + 12, true, false},
+                        Case{SampleValueKind::kProbabilities, SampleDtype::kFloat16, 4096 * 4 + 100, false, true}}) {
+    SamplingWorkloadOptions o;
+    o.num_sequences = 11;
+    o.vocab_size = c.vocab;
+    o.gamma_min = 1;
+    o.gamma_max = 5;
+    o.dtype = c.dtype;
+    o.kind = c.kind;
+    o.shape = DistributionShape::kMixed;
+    if (c.filtered) {
+      o.top_k = 40;
+      o.top_p = 0.8f;
+    }
+    o.seed = ++seed;
+    auto w = GenerateSamplingWorkload(o);
+    ASSERT_TRUE(w.ok());
+    RejectionBatchInput in = w->input();
+    in.validate_full_rows = c.full_rows;
+    std::vector<SequenceSamplingParams> sequences(in.sequences, in.sequences + o.num_sequences);
+    if (c.kind == SampleValueKind::kLogits) {
+      for (int32_t i = 0; i < o.num_sequences; ++i) {
+        if (i % 4 == 1) sequences[i].temperature = 0.0f;
+      }
+    }
+    in.sequences = sequences.data();
+    // Sequence 6: a NaN in the last draft row's third chunk, which no
+    // decision reads (the pass, or the full-row check, must find it).
+    const int64_t row_bytes = int64_t{c.vocab} * SampleDtypeBytes(c.dtype);
+    std::byte* element = reinterpret_cast<std::byte*>(w->draft_values.data()) +
+                         (w->draft_offsets[7] - 1) * row_bytes + (2 * 4096 + 5) * SampleDtypeBytes(c.dtype);
+    if (c.dtype == SampleDtype::kFloat32) {
+      const float nan = std::numeric_limits<float>::quiet_NaN();
+      std::memcpy(element, &nan, sizeof(nan));
+    } else {
+      const uint16_t nan = c.dtype == SampleDtype::kBFloat16 ? 0x7fc0 : 0x7e00;
+      std::memcpy(element, &nan, sizeof(nan));
+    }
+    const RejectionHostOutputs cpu = RunCpu(in);
+    EXPECT_EQ(cpu.status_codes[6], kRejectionBadDraftValue) << "dtype " << static_cast<int>(c.dtype);
+    for (int32_t chunks : {1, 2, 3, 8}) {
+      DeviceRunner runner;
+      runner.set_row_pass_chunks_per_block(chunks);
+      ExpectSameOutputs(runner.Run(in), cpu,
+                        absl::StrCat("kind ", static_cast<int>(c.kind), " dtype ", static_cast<int>(c.dtype), " V ",
+                                     c.vocab, c.filtered ? " filtered" : "", c.full_rows ? " full rows" : "",
+                                     " chunks per block ", chunks));
     }
   }
 }
