@@ -43,6 +43,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/sampling/rejection_core.h"
 #include "kernels/sampling/rejection_sample.h"
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/workload/sampling_workload.h"
@@ -402,7 +403,7 @@ int Main(const Options& opt) {
           }
           // Chunks per normalizer-pass block (logits; 0: no pass).
           const int64_t pass_rows = int64_t{b} * (2 * gamma + 1);
-          const int32_t chunks = (vocab + 4095) / 4096;
+          const int32_t chunks = rejection::NumChunks(vocab);
           const int32_t row_chunks = kind != SampleValueKind::kLogits ? 0
                                      : opt.row_chunks > 0
                                          ? std::min(opt.row_chunks, chunks)
