@@ -31,9 +31,9 @@ constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLa
 // log-probability and logits races, which spill a few bytes at 80, run
 // without spills (H100, B=8: log-probabilities 14.97 -> 14.72 us, logits
 // 56.8 -> 56.3 us, bench/sampling/results/2026-11-25-race-floors). The
-// launcher plans 2 or 3 blocks per SM by batch size
-// (RejectionRaceBlocksPerSm), always one wave, and takes the kernel
-// compiled for its plan.
+// launcher plans 2 blocks per SM (RejectionRaceBlocksPerSm), always one
+// wave, and takes the kernel compiled for its plan; 3 is what
+// RejectionScratch::race_blocks_per_sm can ask for.
 constexpr int kRaceBlocksPerSm = 3;
 constexpr int kRaceBlocksPerSmSmall = 2;
 // The row pass holds a chunk's 16 values per thread in registers between its
@@ -2033,15 +2033,6 @@ __device__ __forceinline__ void Tighten(RaceBound& rb, float bound) {
   rb.scale = PruneScale(rb.bound);
 }
 
-// 1 - u of the race uniform UniformOpenFloat(bits), less 2^-24, exactly:
-// u = (2j + 1) 2^-24 with j = bits >> 9, so 1 - u - 2^-24 = (2^23 - 1 - j)
-// 2^-23, which is the float 1.(~j) minus 1 (exact). A lower bound on 1 - u
-// is all the hopeless test needs, and it costs two integer operations and an
-// add where UniformOpenFloat then 1 - u cost a slow int-to-float conversion.
-__device__ __forceinline__ float OneMinusUniformLowerBound(uint32_t bits) {
-  return detmath::Sub(detmath::BitsToFloat(((~bits) >> 9) | 0x3f800000u), 1.0f);
-}
-
 // The hopeless test: only entrants that can still win need the logarithm and
 // the division. E = -log u >= 1 - u, so when (1 - u) exceeds a bound on the
 // winner's key times the weight, with a 0.1% margin (PruneScale) that covers
@@ -2049,8 +2040,19 @@ __device__ __forceinline__ float OneMinusUniformLowerBound(uint32_t bits) {
 // far larger), E / weight is certainly larger than the winner's key and
 // cannot win, whatever its index. The outcome is exactly the full race's (the
 // CPU reference runs it in full; parity tests compare).
+//
+// In three instructions an element: u = (2j + 1) 2^-24 with j = bits >> 9,
+// so 1 - u - 2^-24 = (2 - 2^-23) - F with F = 1 + j 2^-23, the float whose
+// bits are (bits >> 9) | 0x3f800000 (exact). F < H with H = (2 - 2^-23) -
+// scale x weight rounded down (one FMA, never above the exact value) proves
+// 1 - u > scale x weight, so the test prunes no hopeful entrant; an
+// overflowing or unseeded (+inf) scale gives H = -inf: nothing is pruned.
+// It replaced 1 - u from the complemented bits, a subtraction and a
+// product: the sweep loop ran 172 instructions an iteration (ncu, H100,
+// B=128), a dozen of them this test.
 __device__ __forceinline__ bool Hopeful(uint32_t bits, float weight, float scale) {
-  return (weight > 0.0f) & !(OneMinusUniformLowerBound(bits) > detmath::Mul(scale, weight));
+  const float f = detmath::BitsToFloat((bits >> 9) | 0x3f800000u);
+  return (weight > 0.0f) & !(f < __fmaf_rd(-scale, weight, 0x1.fffffep0f));
 }
 
 // One race over one quad: seeds the warp's bound at its first entrants from
@@ -2114,12 +2116,20 @@ __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundW
   }
 }
 
-// What the other warps of the block published (one lane reads, atomically: no
-// shared-memory race; the warp shares it).
-__device__ __forceinline__ void ReadBlockBound(RaceBound& rb, unsigned* block_word) {
-  unsigned bits = 0x7f800000u;
-  if (threadIdx.x % 32 == 0) bits = atomicOr(block_word, 0u);
-  bits = __shfl_sync(kFullMask, bits, 0);
+// What the other warps of the block published. Every lane reads the word
+// itself (a broadcast) with a relaxed load: a bound only prunes, so any value
+// another warp has published is good, and a stale one only prunes less. An
+// atomicOr by one lane and a shuffle cost the sweep ~15 instructions and two
+// long-latency steps an iteration (ncu, issue #17 item 5).
+__device__ __forceinline__ void ReadBlockBound(RaceBound& rb, const unsigned* block_word) {
+  unsigned bits;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  asm volatile("ld.relaxed.cta.shared.b32 %0, [%1];"
+               : "=r"(bits)
+               : "r"(static_cast<unsigned>(__cvta_generic_to_shared(block_word))));
+#else
+  bits = *static_cast<const volatile unsigned*>(block_word);
+#endif
   if (__uint_as_float(bits) < rb.bound) Tighten(rb, __uint_as_float(bits));
 }
 
@@ -2496,16 +2506,17 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
     constexpr int kRingBytes = kStageSlots * kSlotBytes;
     unsigned char* const target_stage = stage + threadIdx.x * kStagedQuadBytes<D>;
     unsigned char* const draft_stage = target_stage + kStageBytesPerRow;
+    // Shared-space addresses converted once: converted in the loop, each
+    // iteration paid a read of the block's cluster rank and two address
+    // computations per row.
+    const auto target_stage_address = static_cast<unsigned>(__cvta_generic_to_shared(target_stage));
+    const auto draft_stage_address = static_cast<unsigned>(__cvta_generic_to_shared(draft_stage));
     int write_offset = 0, read_offset = 0;
     int32_t q_issue = q_first;
     const auto issue_next = [&]() {
       if (q_issue < w.q_end) {
-        CopyQuadAsync<D>(static_cast<unsigned>(__cvta_generic_to_shared(target_stage + write_offset)), w.target_row,
-                         q_issue);
-        if constexpr (kDraftRow) {
-          CopyQuadAsync<D>(static_cast<unsigned>(__cvta_generic_to_shared(draft_stage + write_offset)), w.draft_row,
-                           q_issue);
-        }
+        CopyQuadAsync<D>(target_stage_address + write_offset, w.target_row, q_issue);
+        if constexpr (kDraftRow) CopyQuadAsync<D>(draft_stage_address + write_offset, w.draft_row, q_issue);
       }
       CommitCopies();  // empty groups too: the wait counts groups
       q_issue += kThreads;
@@ -2982,12 +2993,18 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
 }
 
 int32_t RejectionRaceBlocksPerSm(int32_t num_sequences) {
-  // Measured (H200, 2026-11-21, bench/sampling --blocks-per-sm): below 32
-  // sequences a block's share is a few quads per thread and the sweep's
-  // per-block fixed costs (decision, seeding the bounds, the merge) dominate,
-  // so fewer, larger shares win (b=8: 13.7 vs 14.6 us); from 32 on the third
-  // block per SM hides more latency (b=128: 60.8 vs 63.0 us).
-  return num_sequences < 32 ? 2 : 3;
+  // Two at every batch size. Below 32 sequences a block's share is a few
+  // quads per thread and the sweep's per-block fixed costs (decision,
+  // seeding the bounds, the merge) dominate, so fewer, larger shares win
+  // (H200, 2026-11-21: b=8 13.7 vs 14.6 us). From 32 on a third block per SM
+  // won on the H200 that day (b=128: 60.8 vs 63.0 us), but the race then
+  // streams at what DRAM gives this pattern whatever the plan (H100,
+  // 2026-11-26, probabilities b=128: 65.5 / 63.5 / 64.9 us at 1 / 2 / 3
+  // blocks per SM), and the kernel compiled for 2 runs its sweep without
+  // spills (b=32 21.2 vs 21.6 us, b=64 37.6 vs 38.8;
+  // bench/sampling/results/2026-11-26-item5).
+  (void)num_sequences;
+  return 2;
 }
 
 int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size, int32_t num_sms,

@@ -14,9 +14,9 @@
 //     key wins, ties to the lower token; race_result.cuh). The finalize
 //     kernel (one thread per sequence; programmatic dependent launch on
 //     sm_90) reads the word, writes every output and clears the word, so
-//     graph replays need no memset. G is chosen for 2 blocks per SM below 32
-//     sequences and 3 from 32 on (RejectionRaceBlocksPerSm), in one wave; the
-//     race kernel is compiled for each of the two occupancies.
+//     graph replays need no memset. G is chosen for 2 blocks per SM
+//     (RejectionRaceBlocksPerSm), in one wave; the race kernel is compiled
+//     for 2 and for 3 (RejectionScratch::race_blocks_per_sm).
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; for
 //     long passes over 16-bit rows one block per run of 8 chunks of a row,

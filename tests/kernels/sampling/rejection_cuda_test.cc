@@ -94,6 +94,7 @@ class DeviceRunner {
     EXPECT_EQ(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch), cudaSuccess);
     scratch.filter_slices = filter_slices_;
     scratch.row_pass_chunks_per_block = row_pass_chunks_per_block_;
+    scratch.race_blocks_per_sm = race_blocks_per_sm_;
     const RejectionSampleParams params{in, out};
     if (replays == 0) {
       EXPECT_EQ(LaunchRejectionSample(params, scratch, stream), cudaSuccess);
@@ -128,6 +129,9 @@ class DeviceRunner {
   void set_filter_slices(int32_t slices) { filter_slices_ = slices; }
   // Chunks per row-pass block (RejectionScratch::row_pass_chunks_per_block).
   void set_row_pass_chunks_per_block(int32_t chunks) { row_pass_chunks_per_block_ = chunks; }
+  // Race blocks per SM (RejectionScratch::race_blocks_per_sm); 0 lets the
+  // launcher choose.
+  void set_race_blocks_per_sm(int32_t blocks) { race_blocks_per_sm_ = blocks; }
 
  private:
   // Rows copied to the device in reverse order (row r at slot rows - 1 - r,
@@ -160,6 +164,7 @@ class DeviceRunner {
   std::vector<void*> owned_;
   int32_t filter_slices_ = 0;
   int32_t row_pass_chunks_per_block_ = 0;
+  int32_t race_blocks_per_sm_ = 0;
 };
 
 RejectionHostOutputs RunCpu(const RejectionBatchInput& in, std::vector<int32_t>* greedy_targets = nullptr) {
@@ -725,6 +730,42 @@ TEST_F(RejectionCudaTest, RowPassRunsOfSeveralChunksMatch) {
                         absl::StrCat("kind ", static_cast<int>(c.kind), " dtype ", static_cast<int>(c.dtype), " V ",
                                      c.vocab, c.filtered ? " filtered" : "", c.full_rows ? " full rows" : "",
                                      " chunks per block ", chunks));
+    }
+  }
+}
+
+// The race's plan (blocks per SM, hence shares per sequence and which
+// compiled occupancy runs) changes only the speed: 1 and 2 blocks take the
+// kernel compiled for 2 per SM, 3 the one compiled for 3 (80 registers), which
+// the launcher no longer plans by itself. Every value kind, with and without
+// draft rows, a batch past 32 sequences.
+TEST_F(RejectionCudaTest, RaceBlocksPerSmChangeNoOutcome) {
+  uint64_t seed = 9300;
+  for (SampleValueKind kind :
+       {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
+    for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16}) {
+      for (bool draft : {true, false}) {
+        SamplingWorkloadOptions o;
+        o.num_sequences = 40;
+        o.vocab_size = 32000;
+        o.gamma_min = 1;
+        o.gamma_max = 8;
+        o.dtype = dtype;
+        o.kind = kind;
+        o.has_draft_probs = draft;
+        o.shape = DistributionShape::kMixed;
+        o.seed = ++seed;
+        auto w = GenerateSamplingWorkload(o);
+        ASSERT_TRUE(w.ok());
+        const RejectionHostOutputs cpu = RunCpu(w->input());
+        for (int32_t blocks : {1, 2, 3}) {
+          DeviceRunner runner;
+          runner.set_race_blocks_per_sm(blocks);
+          ExpectSameOutputs(runner.Run(w->input()), cpu,
+                            absl::StrCat("kind ", static_cast<int>(kind), " dtype ", static_cast<int>(dtype),
+                                         " draft ", draft, " race blocks per SM ", blocks));
+        }
+      }
     }
   }
 }
