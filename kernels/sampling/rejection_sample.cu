@@ -3001,8 +3001,9 @@ int32_t RejectionRaceBlocksPerSm(int32_t num_sequences) {
   // streams at what DRAM gives this pattern whatever the plan (H100,
   // 2026-11-26, probabilities b=128: 65.5 / 63.5 / 64.9 us at 1 / 2 / 3
   // blocks per SM), and the kernel compiled for 2 runs its sweep without
-  // spills (b=32 21.2 vs 21.6 us, b=64 37.6 vs 38.8;
-  // bench/sampling/results/2026-11-26-item5).
+  // spills (b=32 21.2 vs 21.6 us, b=64 37.6 vs 38.8). Past 264 sequences
+  // (G=1, several waves) 3 blocks leave a short last wave: b=512 218 vs 274
+  // us (bench/sampling/results/2026-11-26-item5).
   (void)num_sequences;
   return 2;
 }
