@@ -3,8 +3,9 @@
 
 // Private to rejection_sample.cu: the per-sequence race result as one 64-bit
 // word, so that the G race blocks of a sequence agree on the winner with one
-// atomicMax each instead of partials, a fence, a ticket and a merging block;
-// and the programmatic-dependent-launch hooks of the finalize kernel.
+// atomicMax each instead of partials and a merging pass; the ticket whose
+// last taker writes the outcome; and the programmatic-dependent-launch hooks
+// of the logits chain (row pass, combine, filter, race).
 
 #include <cstdint>
 
@@ -40,15 +41,32 @@ __device__ __forceinline__ int32_t Token(unsigned long long word) {
   return static_cast<int32_t>(~word & 0xfffffu);
 }
 
-// sm_90: let the dependent (finalize) grid be scheduled now. Below sm_90 the
-// finalize kernel is launched in plain stream order and this is nothing.
+// One ticket of a sequence's race blocks, taken after the block's atomics on
+// the word and flags. acq_rel at device scope: those atomics happen before
+// the ticket, and the block that takes the last ticket sees every other
+// block's. Returns the tickets taken before this one.
+__device__ __forceinline__ uint32_t TakeTicket(uint32_t* ticket) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  uint32_t before;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(ticket) : "memory");
+  return before;
+#else
+  __threadfence();
+  const uint32_t before = atomicAdd(ticket, 1u);
+  __threadfence();
+  return before;
+#endif
+}
+
+// sm_90: let the dependent grid be scheduled now. Below sm_90 dependents are
+// launched in plain stream order and this is nothing.
 __device__ __forceinline__ void AllowDependentLaunch() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 
-// sm_90: wait until the primary (race) grid has completed and its writes are
+// sm_90: wait until the primary grid has completed and its writes are
 // visible. Without the launch attribute (devices below 9.0) the kernel only
 // starts after the race grid anyway, and on them this compiles to nothing.
 __device__ __forceinline__ void WaitForPrimaryGrid() {

@@ -80,12 +80,12 @@ struct DeviceRowNorm {
 
 // Per-sequence race result: one word that every race block folds its
 // winners into with one atomicMax (race_result.cuh), the OR of the value
-// flags, and the decision's k (-1: no race, outcome already written). The
-// words and flags start at zero and the finalize kernel leaves them at zero.
+// flags, and a ticket counter whose last taker writes the outcome. All three
+// start at zero, and that block leaves them at zero.
 struct ScratchLayout {
   unsigned long long* race_words = nullptr;  // [max_sequences]
   uint32_t* race_flags = nullptr;            // [max_sequences]: 1 invalid target element, 2 invalid draft element
-  int32_t* race_k = nullptr;                 // [max_sequences]
+  uint32_t* race_tickets = nullptr;          // [max_sequences]
   ChunkStats* chunks = nullptr;              // [max_rows * max_chunks]; argmax -1 marks an invalid element
   DeviceRowNorm* norms = nullptr;            // [max_rows]: target rows, then draft rows
   // [max_target_rows * max_chunks * kWarps]: each warp's maximum in the row
@@ -120,8 +120,8 @@ ScratchLayout Carve(void* base, const RejectionScratchLimits& l) {
   const int32_t chunks = rejection::NumChunks(l.max_vocab_size);
   s.race_words = reinterpret_cast<unsigned long long*>(take(sizeof(unsigned long long) * l.max_sequences));
   s.race_flags = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * l.max_sequences));
+  s.race_tickets = reinterpret_cast<uint32_t*>(take(sizeof(uint32_t) * l.max_sequences));
   s.zeroed_bytes = off;
-  s.race_k = reinterpret_cast<int32_t*>(take(sizeof(int32_t) * l.max_sequences));
   s.chunks = reinterpret_cast<ChunkStats*>(take(sizeof(ChunkStats) * rows * chunks));
   s.norms = reinterpret_cast<DeviceRowNorm*>(take(sizeof(DeviceRowNorm) * rows));
   const int64_t target_rows = static_cast<int64_t>(l.max_total_draft_tokens) + l.max_sequences;
@@ -2564,10 +2564,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   extern __shared__ __align__(16) unsigned char race_stage[];  // kRaceStageBytes
   __shared__ BlockBounds block_bounds;
   __shared__ Decision block_decision;
-  // The finalize kernel may be scheduled now: it waits in
-  // griddepcontrol.wait for this grid's completion and memory flush, so its
-  // launch overlaps the race instead of following it.
-  race_result::AllowDependentLaunch();
   const RejectionBatchInput& in = a.in;
   // Flattened (sequence, share) grid: b may exceed gridDim.y's 65535.
   const int32_t i = blockIdx.x / a.blocks_per_sequence;
@@ -2617,7 +2613,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   }
   __syncthreads();
   const Decision d = block_decision;
-  if (g == 0 && threadIdx.x == 0) a.scratch.race_k[i] = d.race ? d.k : -1;
   if (!d.race) {
     if (g == 0 && threadIdx.x == 0) WriteOutcome(a, i, gamma, d.code, d.position, d.k, d.next);
     return;
@@ -2678,8 +2673,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
     warp_flags[warp] = flags;
   }
   __syncthreads();
-  // One atomic per block and race result: no partials, fence, ticket or
-  // merging block. The finalize kernel reads the words once the grid is done.
+  // One atomic per block and race result, then a ticket: the block that
+  // takes the sequence's last one reads the folded word and flags, writes
+  // the outcome and clears the three (no merging kernel after the grid).
   if (threadIdx.x == 0) {
     unsigned long long word = warp_words[0];
     int32_t block_flags = warp_flags[0];
@@ -2689,31 +2685,16 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
     }
     if (word != race_result::kNoWord) atomicMax(&a.scratch.race_words[i], word);
     if (block_flags != 0) atomicOr(&a.scratch.race_flags[i], static_cast<uint32_t>(block_flags));
+    if (race_result::TakeTicket(&a.scratch.race_tickets[i]) + 1 == static_cast<uint32_t>(a.blocks_per_sequence)) {
+      const unsigned long long final_word = atomicExch(&a.scratch.race_words[i], race_result::kNoWord);
+      const uint32_t final_flags = atomicExch(&a.scratch.race_flags[i], 0u);
+      a.scratch.race_tickets[i] = 0;
+      if (final_flags & 1) return WriteOutcome(a, i, gamma, kRejectionBadTargetValue, k, k, -1);
+      if (final_flags & 2) return WriteOutcome(a, i, gamma, kRejectionBadDraftValue, k, k, -1);
+      if (final_word == race_result::kNoWord) return WriteOutcome(a, i, gamma, kRejectionEmptyTargetRow, k, k, -1);
+      WriteOutcome(a, i, gamma, kRejectionOk, -1, k, race_result::Token(final_word));
+    }
   }
-}
-
-// The outcome of every raced sequence from its race word and flags, one
-// thread per sequence; runs after the race grid (programmatic dependent
-// launch on sm_90, plain stream order below) and clears the words.
-constexpr int kFinalizeThreads = 128;
-
-__global__ void __launch_bounds__(kFinalizeThreads) FinalizeRaceKernel(RaceArgs a) {
-  race_result::WaitForPrimaryGrid();
-  const int32_t i = blockIdx.x * kFinalizeThreads + threadIdx.x;
-  if (i >= a.in.num_sequences) return;
-  // Loaded together (one round trip); L2 reads: the race grid wrote them.
-  const int32_t k = __ldcg(&a.scratch.race_k[i]);
-  const unsigned long long word = __ldcg(&a.scratch.race_words[i]);
-  const uint32_t flags = __ldcg(&a.scratch.race_flags[i]);
-  const int32_t first = a.in.draft_offsets[i];
-  const int32_t gamma = a.in.draft_offsets[i + 1] - first;
-  if (k < 0) return;
-  if (word != race_result::kNoWord) a.scratch.race_words[i] = race_result::kNoWord;
-  if (flags != 0) a.scratch.race_flags[i] = 0;
-  if (flags & 1) return WriteOutcome(a, i, gamma, kRejectionBadTargetValue, k, k, -1);
-  if (flags & 2) return WriteOutcome(a, i, gamma, kRejectionBadDraftValue, k, k, -1);
-  if (word == race_result::kNoWord) return WriteOutcome(a, i, gamma, kRejectionEmptyTargetRow, k, k, -1);
-  WriteOutcome(a, i, gamma, kRejectionOk, -1, k, race_result::Token(word));
 }
 
 // Whether the current device takes programmatic dependent launches (sm_90+),
@@ -2965,16 +2946,8 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     race_config.stream = stream;
     race_config.attrs = (dependent && row_pass) ? &attribute : nullptr;
     race_config.numAttrs = (dependent && row_pass) ? 1 : 0;
-    if (cudaError_t e = cudaLaunchKernelEx(&race_config, race, args); e != cudaSuccess) return e;
+    return cudaLaunchKernelEx(&race_config, race, args);
   }
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>((in.num_sequences + kFinalizeThreads - 1) / kFinalizeThreads));
-  config.blockDim = dim3(kFinalizeThreads);
-  config.dynamicSmemBytes = 0;
-  config.stream = stream;
-  config.attrs = dependent ? &attribute : nullptr;
-  config.numAttrs = dependent ? 1 : 0;
-  return cudaLaunchKernelEx(&config, FinalizeRaceKernel, args);
 }
 
 }  // namespace
