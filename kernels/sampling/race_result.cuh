@@ -68,7 +68,7 @@ __device__ __forceinline__ void AllowDependentLaunch() {
 
 // sm_90: wait until the primary grid has completed and its writes are
 // visible. Without the launch attribute (devices below 9.0) the kernel only
-// starts after the race grid anyway, and on them this compiles to nothing.
+// starts after the primary grid anyway, and on them this compiles to nothing.
 __device__ __forceinline__ void WaitForPrimaryGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");

@@ -17,8 +17,9 @@
 //     and ticket, so graph replays need no memset. (A finalize kernel after
 //     the grid did this until 2026-11-26: H100, B=8 13.06 -> 12.64 us, fp32
 //     logits B=8 56.4 -> 54.5.) G is chosen for 2 blocks per SM
-//     (RejectionRaceBlocksPerSm), in one wave; the race kernel is compiled
-//     for 2 and for 3 (RejectionScratch::race_blocks_per_sm).
+//     (RejectionRaceBlocksPerSm), in one wave up to 2 x SMs sequences (G=1
+//     beyond); the race kernel is compiled for 2 and for 3
+//     (RejectionScratch::race_blocks_per_sm).
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; for
 //     long passes over 16-bit rows one block per run of 8 chunks of a row,
