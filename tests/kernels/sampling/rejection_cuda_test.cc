@@ -85,13 +85,17 @@ class DeviceRunner {
     out.status_codes = Alloc<int32_t>(b);
     out.error_positions = Alloc<int32_t>(b);
     if (greedy_targets != nullptr) out.greedy_target_tokens = Alloc<int32_t>(target_rows);
-    RejectionScratchLimits limits{b, host.total_draft_tokens, host.vocab_size};
-    const size_t scratch_bytes = RejectionScratchBytes(limits);
-    void* scratch_memory = Alloc<std::byte>(scratch_bytes);
-    RejectionScratch scratch;
     cudaStream_t stream;
     EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-    EXPECT_EQ(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch), cudaSuccess);
+    if (!keep_scratch_ || !scratch_ready_) {
+      const RejectionScratchLimits limits =
+          keep_scratch_ ? kept_limits_ : RejectionScratchLimits{b, host.total_draft_tokens, host.vocab_size};
+      const size_t scratch_bytes = RejectionScratchBytes(limits);
+      void* scratch_memory = Alloc<std::byte>(scratch_bytes);
+      EXPECT_EQ(InitRejectionScratch(scratch_memory, scratch_bytes, limits, stream, &scratch_), cudaSuccess);
+      scratch_ready_ = true;
+    }
+    RejectionScratch scratch = scratch_;
     scratch.filter_slices = filter_slices_;
     scratch.row_pass_chunks_per_block = row_pass_chunks_per_block_;
     scratch.race_blocks_per_sm = race_blocks_per_sm_;
@@ -132,6 +136,12 @@ class DeviceRunner {
   // Race blocks per SM (RejectionScratch::race_blocks_per_sm); 0 lets the
   // launcher choose.
   void set_race_blocks_per_sm(int32_t blocks) { race_blocks_per_sm_ = blocks; }
+  // Every Run launches on one scratch of `limits`, allocated by the first, as
+  // a server's stream does.
+  void keep_scratch(const RejectionScratchLimits& limits) {
+    keep_scratch_ = true;
+    kept_limits_ = limits;
+  }
 
  private:
   // Rows copied to the device in reverse order (row r at slot rows - 1 - r,
@@ -165,6 +175,10 @@ class DeviceRunner {
   int32_t filter_slices_ = 0;
   int32_t row_pass_chunks_per_block_ = 0;
   int32_t race_blocks_per_sm_ = 0;
+  bool keep_scratch_ = false;
+  bool scratch_ready_ = false;
+  RejectionScratchLimits kept_limits_;
+  RejectionScratch scratch_;
 };
 
 RejectionHostOutputs RunCpu(const RejectionBatchInput& in, std::vector<int32_t>* greedy_targets = nullptr) {
@@ -765,6 +779,39 @@ TEST_F(RejectionCudaTest, RaceBlocksPerSmChangeNoOutcome) {
                             absl::StrCat("kind ", static_cast<int>(kind), " dtype ", static_cast<int>(dtype),
                                          " draft ", draft, " race blocks per SM ", blocks));
         }
+      }
+    }
+  }
+}
+
+// Every launch leaves its scratch as it found it (race words, flags and
+// tickets at zero), so the next batch on the same scratch is right: batches
+// of every value kind and of both row races, each checked against the CPU
+// reference, one after another on one scratch. A ticket or word left behind
+// would leave an outcome unwritten (the previous batch's would remain) or
+// let a stale winner through.
+TEST_F(RejectionCudaTest, BatchesInARowOnOneScratchMatch) {
+  DeviceRunner runner;
+  runner.keep_scratch(RejectionScratchLimits{12, 12 * 6, 20000});
+  uint64_t seed = 9400;
+  for (int round = 0; round < 2; ++round) {
+    for (SampleValueKind kind :
+         {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
+      for (bool draft : {true, false}) {
+        SamplingWorkloadOptions o;
+        o.num_sequences = 12;
+        o.vocab_size = 20000;
+        o.gamma_min = 1;
+        o.gamma_max = 6;
+        o.kind = kind;
+        o.has_draft_probs = draft;
+        o.shape = DistributionShape::kMixed;
+        o.seed = ++seed;
+        auto w = GenerateSamplingWorkload(o);
+        ASSERT_TRUE(w.ok());
+        ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()),
+                          absl::StrCat("round ", round, " kind ", static_cast<int>(kind), " draft ", draft, " seed ",
+                                       o.seed));
       }
     }
   }
