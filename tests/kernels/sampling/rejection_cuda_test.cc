@@ -192,6 +192,22 @@ RejectionHostOutputs RunCpu(const RejectionBatchInput& in, std::vector<int32_t>*
   return out;
 }
 
+// A kMixed workload of `b` sequences with 1 to `gamma_max` draft tokens each.
+SamplingWorkloadOptions MixedWorkload(SampleValueKind kind, SampleDtype dtype, bool draft, int32_t b, int32_t vocab,
+                                      int32_t gamma_max, uint64_t seed) {
+  SamplingWorkloadOptions o;
+  o.num_sequences = b;
+  o.vocab_size = vocab;
+  o.gamma_min = 1;
+  o.gamma_max = gamma_max;
+  o.dtype = dtype;
+  o.kind = kind;
+  o.has_draft_probs = draft;
+  o.shape = DistributionShape::kMixed;
+  o.seed = seed;
+  return o;
+}
+
 void ExpectSameOutputs(const RejectionHostOutputs& gpu, const RejectionHostOutputs& cpu, const std::string& what) {
   SCOPED_TRACE(what);
   int32_t reported = 0;
@@ -233,17 +249,8 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
       for (SampleValueKind kind :
            {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
         for (bool draft : {true, false}) {
-          SamplingWorkloadOptions o;
-          o.num_sequences = g.b;
-          o.vocab_size = g.vocab;
-          o.gamma_min = 1;
-          o.gamma_max = g.gamma_max;
-          o.dtype = dtype;
-          o.kind = kind;
-          o.has_draft_probs = draft;
-          o.shape = DistributionShape::kMixed;
+          SamplingWorkloadOptions o = MixedWorkload(kind, dtype, draft, g.b, g.vocab, g.gamma_max, ++seed);
           o.sequences_per_request = 2;
-          o.seed = ++seed;
           auto w = GenerateSamplingWorkload(o);
           ASSERT_TRUE(w.ok());
           const std::string what = absl::StrCat("b ", g.b, " V ", g.vocab, " dtype ", static_cast<int>(dtype),
@@ -307,16 +314,7 @@ TEST_F(RejectionCudaTest, RowTablesMatchTheContiguousReference) {
     for (SampleValueKind kind :
          {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
       for (bool draft : {true, false}) {
-        SamplingWorkloadOptions o;
-        o.num_sequences = 9;
-        o.vocab_size = 4096;
-        o.gamma_min = 1;
-        o.gamma_max = 8;
-        o.dtype = dtype;
-        o.kind = kind;
-        o.has_draft_probs = draft;
-        o.shape = DistributionShape::kMixed;
-        o.seed = ++seed;
+        const SamplingWorkloadOptions o = MixedWorkload(kind, dtype, draft, 9, 4096, 8, ++seed);
         auto w = GenerateSamplingWorkload(o);
         ASSERT_TRUE(w.ok());
         DeviceRunner runner;
@@ -759,17 +757,7 @@ TEST_F(RejectionCudaTest, RaceBlocksPerSmChangeNoOutcome) {
        {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
     for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16}) {
       for (bool draft : {true, false}) {
-        SamplingWorkloadOptions o;
-        o.num_sequences = 40;
-        o.vocab_size = 32000;
-        o.gamma_min = 1;
-        o.gamma_max = 8;
-        o.dtype = dtype;
-        o.kind = kind;
-        o.has_draft_probs = draft;
-        o.shape = DistributionShape::kMixed;
-        o.seed = ++seed;
-        auto w = GenerateSamplingWorkload(o);
+        auto w = GenerateSamplingWorkload(MixedWorkload(kind, dtype, draft, 40, 32000, 8, ++seed));
         ASSERT_TRUE(w.ok());
         const RejectionHostOutputs cpu = RunCpu(w->input());
         for (int32_t blocks : {1, 2, 3}) {
@@ -788,8 +776,8 @@ TEST_F(RejectionCudaTest, RaceBlocksPerSmChangeNoOutcome) {
 // tickets at zero), so the next batch on the same scratch is right: batches
 // of every value kind and of both row races, each checked against the CPU
 // reference, one after another on one scratch. A ticket or word left behind
-// would leave an outcome unwritten (the previous batch's would remain) or
-// let a stale winner through.
+// would leave an outcome unwritten (the output keeps its fill) or let a
+// stale winner through.
 TEST_F(RejectionCudaTest, BatchesInARowOnOneScratchMatch) {
   DeviceRunner runner;
   runner.keep_scratch(RejectionScratchLimits{12, 12 * 6, 20000});
@@ -798,20 +786,11 @@ TEST_F(RejectionCudaTest, BatchesInARowOnOneScratchMatch) {
     for (SampleValueKind kind :
          {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
       for (bool draft : {true, false}) {
-        SamplingWorkloadOptions o;
-        o.num_sequences = 12;
-        o.vocab_size = 20000;
-        o.gamma_min = 1;
-        o.gamma_max = 6;
-        o.kind = kind;
-        o.has_draft_probs = draft;
-        o.shape = DistributionShape::kMixed;
-        o.seed = ++seed;
-        auto w = GenerateSamplingWorkload(o);
+        auto w = GenerateSamplingWorkload(MixedWorkload(kind, SampleDtype::kFloat32, draft, 12, 20000, 6, ++seed));
         ASSERT_TRUE(w.ok());
         ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()),
                           absl::StrCat("round ", round, " kind ", static_cast<int>(kind), " draft ", draft, " seed ",
-                                       o.seed));
+                                       seed));
       }
     }
   }
