@@ -697,19 +697,11 @@ TEST_F(RejectionCudaTest, RowPassRunsOfSeveralChunksMatch) {
                         Case{SampleValueKind::kLogits, SampleDtype::kFloat32, 4096 * 6 + 3, false, false},
                         Case{SampleValueKind::kLogits, SampleDtype::kFloat32, 4096 * 9 + 12, true, false},
                         Case{SampleValueKind::kProbabilities, SampleDtype::kFloat16, 4096 * 4 + 100, false, true}}) {
-    SamplingWorkloadOptions o;
-    o.num_sequences = 11;
-    o.vocab_size = c.vocab;
-    o.gamma_min = 1;
-    o.gamma_max = 5;
-    o.dtype = c.dtype;
-    o.kind = c.kind;
-    o.shape = DistributionShape::kMixed;
+    SamplingWorkloadOptions o = MixedWorkload(c.kind, c.dtype, /*draft=*/true, 11, c.vocab, 5, ++seed);
     if (c.filtered) {
       o.top_k = 40;
       o.top_p = 0.8f;
     }
-    o.seed = ++seed;
     auto w = GenerateSamplingWorkload(o);
     ASSERT_TRUE(w.ok());
     RejectionBatchInput in = w->input();
