@@ -2139,20 +2139,24 @@ __device__ __forceinline__ void ReadBlockBound(RaceBound& rb, const unsigned* bl
 // error of ex2.approx and of rounding v * log2(e) (|v| <= 103.5) is below
 // 1e-5, ExpDet's 2 ulp below 3e-7: a 0.1% margin covers them (and the FMA's
 // one rounding). The additive 2^-126 covers subnormal results, which the
-// .ftz form (one SASS instruction) flushes to 0. `up` >= ExpDet(v) >= `lo`
-// without a select where ExpDet is 0 (v <= -103.5, -inf; the sweep pads the
-// row's tail and the slots outside a share with -inf): ex2 flushes to 0
-// there, so up is 2^-126 and lo -2^-126, still bounds, and the hot loop is
-// four instructions a quad shorter. A NaN value (an invalid row, whose
-// outcome is an error whatever the race picks) gives NaN and 3.3e38. The
-// bounds only prune, so they need not be bit-reproducible (FMA allowed); the
-// outcome is.
-__device__ __forceinline__ void LogProbabilityBounds(float v, float& up, float& lo) {
+// .ftz form (one SASS instruction) flushes to 0. With a =
+// LogProbabilityApprox(v), LogProbabilityUpper(a) >= ExpDet(v) >=
+// LogProbabilityLower(a), without a select where ExpDet is 0 (v <= -103.5,
+// -inf; the sweep pads the row's tail and the slots outside a share with
+// -inf): ex2 flushes to 0 there, so the bounds are 2^-126 and -2^-126, still
+// bounds, and the hot loop is four instructions a quad shorter. A NaN value
+// (an invalid row, whose outcome is an error whatever the race picks) gives
+// NaN and 3.3e38. The bounds only prune, so they need not be
+// bit-reproducible (FMA allowed); the outcome is.
+__device__ __forceinline__ float LogProbabilityApprox(float v) {
   float approx;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(__fmul_rn(v, 1.44269504f)));
-  up = __fmaf_rn(approx, 1.001f, kFloatMinNormal);
-  // ex2 may overflow to +inf a little before ExpDet does (ExpDet(v) >= 3.39e38 there).
-  lo = fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f);
+  return approx;
+}
+__device__ __forceinline__ float LogProbabilityUpper(float approx) { return __fmaf_rn(approx, 1.001f, kFloatMinNormal); }
+// ex2 may overflow to +inf a little before ExpDet does (ExpDet(v) >= 3.39e38 there).
+__device__ __forceinline__ float LogProbabilityLower(float approx) {
+  return fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f);
 }
 
 // The race weights of one quad (tokens x0 .. x0+3): p (target race) and
@@ -2187,17 +2191,34 @@ __device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)
 }
 
 // A quad of log-probability values. The weights are functions of the stored
-// values, evaluated where needed: upper bounds (one ex2) for the hopeless
-// test, exact ExpDet weights for the seeding and the hopeful entrants. Only
-// the 8 values stay live across the races (as p and r do for the other
-// kinds); keeping bounds as well spilled registers. Slots outside the row or
-// the share hold -inf (SweepShare's padding): weight 0, no mask needed.
+// values, evaluated where needed: bounds (from one ex2 a value) for the
+// certainty test, the seeding and the hopeless test, exact ExpDet weights
+// for the hopeful entrants only. Slots outside the row or the share hold
+// -inf (SweepShare's padding): weight 0, no mask needed.
 template <RowRace R>
 struct LogProbabilityQuad {
   const RowShare& w;
   const float (&tv)[4];
   const float (&dv)[4];
   int32_t x0;
+  // ex2.approx of each value, once per quad: the certainty test, the seeding
+  // and the hopeless test all derive their bounds from these (the compiler
+  // did not share the ex2 between the seeding's branch and the hot path, so
+  // a warp's first quad paid 24 MUFU ex2 for 8 values; run 3 of
+  // bench/sampling/results/2026-11-27-item2). Dead after the quad's races;
+  // the exact weights start again from the values.
+  float target_approx[4];
+  float draft_approx[4];
+
+  __device__ __forceinline__ LogProbabilityQuad(const RowShare& share, const float (&target)[4],
+                                                const float (&draft)[4], int32_t first)
+      : w(share), tv(target), dv(draft), x0(first) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      target_approx[e] = LogProbabilityApprox(tv[e]);
+      draft_approx[e] = R == RowRace::kResidualDraftRow ? LogProbabilityApprox(dv[e]) : 0.0f;
+    }
+  }
 
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
 
@@ -2214,36 +2235,26 @@ struct LogProbabilityQuad {
       return rejection::ResidualWeight(p, OneHotDraft(e));
     }
   }
-  // Upper bounds on them: max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone).
-  __device__ __forceinline__ float BoundTarget(int e) const {
-    float up, lo;
-    LogProbabilityBounds(tv[e], up, lo);
-    return up;
-  }
+  // Upper bounds on them: max(0, p - q) <= max(0, p_up - q_lo) (rounding is
+  // monotone). Without the max: the hopeless test and the seeding ignore
+  // weights <= 0 (and NaN) themselves.
+  __device__ __forceinline__ float BoundTarget(int e) const { return LogProbabilityUpper(target_approx[e]); }
   __device__ __forceinline__ float BoundResidual(int e) const {
     const float p_up = BoundTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
-      float q_up, q_lo;
-      LogProbabilityBounds(dv[e], q_up, q_lo);
-      return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
+      return detmath::Sub(p_up, LogProbabilityLower(draft_approx[e]));
     } else {
-      return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
+      return detmath::Sub(p_up, OneHotDraft(e));
     }
   }
   // Lower bounds: max(0, p - q) >= max(0, p_lo - q_up).
-  __device__ __forceinline__ float LowerTarget(int e) const {
-    float up, lo;
-    LogProbabilityBounds(tv[e], up, lo);
-    return lo;
-  }
+  __device__ __forceinline__ float LowerTarget(int e) const { return LogProbabilityLower(target_approx[e]); }
   __device__ __forceinline__ float LowerResidual(int e) const {
     const float p_lo = LowerTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
-      float q_up, q_lo;
-      LogProbabilityBounds(dv[e], q_up, q_lo);
-      return fmaxf(detmath::Sub(p_lo, q_up), 0.0f);
+      return detmath::Sub(p_lo, LogProbabilityUpper(draft_approx[e]));
     } else {
-      return fmaxf(detmath::Sub(p_lo, OneHotDraft(e)), 0.0f);
+      return detmath::Sub(p_lo, OneHotDraft(e));
     }
   }
   // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
@@ -2251,16 +2262,9 @@ struct LogProbabilityQuad {
     bool certain = false;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float p_up, p_lo;
-      LogProbabilityBounds(tv[e], p_up, p_lo);
-      float q_up;
-      if constexpr (R == RowRace::kResidualDraftRow) {
-        float q_lo;
-        LogProbabilityBounds(dv[e], q_up, q_lo);
-      } else {
-        q_up = OneHotDraft(e);
-      }
-      certain = certain || p_lo > q_up;
+      const float q_up =
+          R == RowRace::kResidualDraftRow ? LogProbabilityUpper(draft_approx[e]) : OneHotDraft(e);
+      certain = certain || LowerTarget(e) > q_up;
     }
     return certain;
   }
@@ -2273,27 +2277,46 @@ struct LogProbabilityQuad {
 // Exp2Det's (1 ulp) are far inside the 0.1% margins on the weight and on
 // 1/Z (the inv_sum constants); the additive 2^-126 covers results the .ftz
 // form flushes (p <= weight since Z >= 1: the maximum weighs 1). Values
-// below a filtered row's threshold have p = 0 (both bounds 0). As for
+// below a filtered row's threshold have p = 0 (LogitApprox). As for
 // log-probabilities, the bounds only prune; the outcome is the full race's.
-__device__ __forceinline__ void LogitBounds(float v, float row_max, float scale, float threshold, float inv_sum_up,
-                                            float inv_sum_lo, float& up, float& lo) {
-  const float t = detmath::Mul(detmath::Sub(v, row_max), scale);
+// ex2.approx of a value's t, 0 for a value below the threshold: the bounds
+// below are then 2^-126 / Z and -2^-126 / Z, still bounds on p = 0.
+__device__ __forceinline__ float LogitApprox(float v, const RowNormalizer& n, float scale) {
+  const float t = detmath::Mul(detmath::Sub(v, n.max), scale);
   float approx;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(t));
-  const bool kept = v >= threshold;
-  up = kept ? __fmul_rn(__fmaf_rn(approx, 1.001f, kFloatMinNormal), inv_sum_up) : 0.0f;
-  lo = kept ? __fmul_rn(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), inv_sum_lo) : 0.0f;
+  return v >= n.threshold ? approx : 0.0f;
+}
+__device__ __forceinline__ float LogitUpper(float approx, float inv_sum_up) {
+  return __fmul_rn(__fmaf_rn(approx, 1.001f, kFloatMinNormal), inv_sum_up);
+}
+__device__ __forceinline__ float LogitLower(float approx, float inv_sum_lo) {
+  return __fmul_rn(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), inv_sum_lo);
 }
 
 // A quad of exact-logits values, the LogProbabilityQuad scheme: exact
-// weights (ProbabilityOf, as the reference) only where needed, bounds
-// otherwise. Slots outside the row or the share hold -inf (weight 0).
+// weights (ProbabilityOf, as the reference) only where needed, bounds from
+// one ex2 a value otherwise. Slots outside the row or the share hold -inf
+// (weight 0).
 template <RowRace R>
 struct LogitQuad {
   const RowShare& w;
   const float (&tv)[4];
   const float (&dv)[4];
   int32_t x0;
+  float target_approx[4];  // as LogProbabilityQuad's: once per quad
+  float draft_approx[4];
+
+  __device__ __forceinline__ LogitQuad(const RowShare& share, const float (&target)[4], const float (&draft)[4],
+                                       int32_t first)
+      : w(share), tv(target), dv(draft), x0(first) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      target_approx[e] = LogitApprox(tv[e], w.target_probability.norm, w.logit_scale);
+      draft_approx[e] =
+          R == RowRace::kResidualDraftRow ? LogitApprox(dv[e], w.draft_probability.norm, w.logit_scale) : 0.0f;
+    }
+  }
 
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
   __device__ __forceinline__ float ExactTarget(int e) const {
@@ -2308,44 +2331,29 @@ struct LogitQuad {
       return rejection::ResidualWeight(p, OneHotDraft(e));
     }
   }
-  __device__ __forceinline__ void TargetBounds(int e, float& up, float& lo) const {
-    const RowNormalizer& n = w.target_probability.norm;
-    LogitBounds(tv[e], n.max, w.logit_scale, n.threshold, w.target_inv_sum_up, w.target_inv_sum_lo, up, lo);
-  }
-  __device__ __forceinline__ void DraftBounds(int e, float& up, float& lo) const {
-    const RowNormalizer& n = w.draft_probability.norm;
-    LogitBounds(dv[e], n.max, w.logit_scale, n.threshold, w.draft_inv_sum_up, w.draft_inv_sum_lo, up, lo);
-  }
   __device__ __forceinline__ float BoundTarget(int e) const {
-    float up, lo;
-    TargetBounds(e, up, lo);
-    return up;
+    return LogitUpper(target_approx[e], w.target_inv_sum_up);
   }
-  // max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone).
+  // max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone); weights
+  // <= 0 are ignored by the hopeless test and the seeding, so no max.
   __device__ __forceinline__ float BoundResidual(int e) const {
     const float p_up = BoundTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
-      float q_up, q_lo;
-      DraftBounds(e, q_up, q_lo);
-      return fmaxf(detmath::Sub(p_up, q_lo), 0.0f);
+      return detmath::Sub(p_up, LogitLower(draft_approx[e], w.draft_inv_sum_lo));
     } else {
-      return fmaxf(detmath::Sub(p_up, OneHotDraft(e)), 0.0f);
+      return detmath::Sub(p_up, OneHotDraft(e));
     }
   }
   // Lower bounds: max(0, p - q) >= max(0, p_lo - q_up).
   __device__ __forceinline__ float LowerTarget(int e) const {
-    float up, lo;
-    TargetBounds(e, up, lo);
-    return lo;
+    return LogitLower(target_approx[e], w.target_inv_sum_lo);
   }
   __device__ __forceinline__ float LowerResidual(int e) const {
     const float p_lo = LowerTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
-      float q_up, q_lo;
-      DraftBounds(e, q_up, q_lo);
-      return fmaxf(detmath::Sub(p_lo, q_up), 0.0f);
+      return detmath::Sub(p_lo, LogitUpper(draft_approx[e], w.draft_inv_sum_up));
     } else {
-      return fmaxf(detmath::Sub(p_lo, OneHotDraft(e)), 0.0f);
+      return detmath::Sub(p_lo, OneHotDraft(e));
     }
   }
   // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
@@ -2353,16 +2361,9 @@ struct LogitQuad {
     bool certain = false;
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      float p_up, p_lo;
-      TargetBounds(e, p_up, p_lo);
-      float q_up;
-      if constexpr (R == RowRace::kResidualDraftRow) {
-        float q_lo;
-        DraftBounds(e, q_up, q_lo);
-      } else {
-        q_up = OneHotDraft(e);
-      }
-      certain = certain || p_lo > q_up;
+      const float q_up =
+          R == RowRace::kResidualDraftRow ? LogitUpper(draft_approx[e], w.draft_inv_sum_up) : OneHotDraft(e);
+      certain = certain || LowerTarget(e) > q_up;
     }
     return certain;
   }
