@@ -1812,6 +1812,56 @@ struct Decision {
   bool race;
 };
 
+// Log-probabilities: bounds on the exact weight ExpDet(v) from one MUFU ex2
+// (no polynomial), so the hopeless test costs a few instructions per element
+// and only the seeding and the hopeful entrants pay for ExpDet. The relative
+// error of ex2.approx and of rounding v * log2(e) (|v| <= 103.5) is below
+// 1e-5, ExpDet's 2 ulp below 3e-7: a 0.1% margin covers them (and the FMA's
+// one rounding). The additive 2^-126 covers subnormal results, which the
+// .ftz form (one SASS instruction) flushes to 0. With a =
+// LogProbabilityApprox(v), LogProbabilityUpper(a) >= ExpDet(v) >=
+// LogProbabilityLower(a), without a select where ExpDet is 0 (v <= -103.5,
+// -inf; the sweep pads the row's tail and the slots outside a share with
+// -inf): ex2 flushes to 0 there, so the bounds are 2^-126 and -2^-126, still
+// bounds, and the hot loop is four instructions a quad shorter. A NaN value
+// (an invalid row, whose outcome is an error whatever the race picks) gives
+// NaN and 3.3e38. The bounds need not be bit-reproducible (FMA allowed):
+// they prune the race and settle a decision only where they prove it; the
+// outcome is reproducible.
+__device__ __forceinline__ float LogProbabilityApprox(float v) {
+  float approx;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(__fmul_rn(v, 1.44269504f)));
+  return approx;
+}
+__device__ __forceinline__ float LogProbabilityUpper(float approx) { return __fmaf_rn(approx, 1.001f, kFloatMinNormal); }
+// ex2 may overflow to +inf a little before ExpDet does (ExpDet(v) >= 3.39e38 there).
+__device__ __forceinline__ float LogProbabilityLower(float approx) {
+  return fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f);
+}
+
+// AcceptDraft (coin * q <= p) on log-probability values, from the ex2
+// bounds where they settle it and from the exact ExpDet weights only in the
+// band of about 0.2% around the boundary where they do not. Double
+// multiplication rounds monotonically, so coin * q_up <= p_lo (p_lo > 0)
+// proves the exact test true and coin * q_lo > p_up proves it false. Two
+// ExpDet polynomials sat on warp 0's decision, which the whole block waits
+// for (run 4 of bench/sampling/results/2026-11-27-item2). q is 1 without
+// draft rows (the one-hot draft).
+__device__ __forceinline__ bool AcceptLogProbabilityDraft(double coin, float tv, float dv, bool has_draft_rows) {
+  const float p_approx = LogProbabilityApprox(tv);
+  const float p_up = LogProbabilityUpper(p_approx), p_lo = LogProbabilityLower(p_approx);
+  float q_up = 1.0f, q_lo = 1.0f;
+  if (has_draft_rows) {
+    const float q_approx = LogProbabilityApprox(dv);
+    q_up = LogProbabilityUpper(q_approx);
+    q_lo = LogProbabilityLower(q_approx);
+  }
+  if (p_lo > 0.0f && detmath::MulD(coin, static_cast<double>(q_up)) <= static_cast<double>(p_lo)) return true;
+  if (detmath::MulD(coin, static_cast<double>(q_lo)) > static_cast<double>(p_up)) return false;
+  return rejection::AcceptDraft(coin, rejection::LogProbabilityToProbability(tv),
+                                has_draft_rows ? rejection::LogProbabilityToProbability(dv) : 1.0f);
+}
+
 template <SampleDtype D, RaceMode M>
 __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t gamma,
                            const SequenceSamplingParams& s) {
@@ -1886,14 +1936,19 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
       if (greedy) {
         reject = x != tn.norm.argmax;
       } else {
-        RowProbability rp{Traits::kKind, Traits::kMethod, inv_t, tn.norm, in.sigmoid_alpha, sig_scale};
-        const float p = rejection::ProbabilityOf(rp, tv);
-        float q = 1.0f;
-        if (in.has_draft_probs) {
-          rp.norm = dn.norm;
-          q = rejection::ProbabilityOf(rp, dv);
+        const double coin = AcceptCoin(s.seed, seq_index, static_cast<uint32_t>(pos));
+        if constexpr (Traits::kLogProbabilities) {
+          reject = !AcceptLogProbabilityDraft(coin, tv, dv, in.has_draft_probs);
+        } else {
+          RowProbability rp{Traits::kKind, Traits::kMethod, inv_t, tn.norm, in.sigmoid_alpha, sig_scale};
+          const float p = rejection::ProbabilityOf(rp, tv);
+          float q = 1.0f;
+          if (in.has_draft_probs) {
+            rp.norm = dn.norm;
+            q = rejection::ProbabilityOf(rp, dv);
+          }
+          reject = !rejection::AcceptDraft(coin, p, q);
         }
-        reject = !rejection::AcceptDraft(AcceptCoin(s.seed, seq_index, static_cast<uint32_t>(pos)), p, q);
       }
     }
     const unsigned token_mask = __ballot_sync(kFullMask, token_bad);
@@ -2131,32 +2186,6 @@ __device__ __forceinline__ void ReadBlockBound(RaceBound& rb, const unsigned* bl
   bits = *static_cast<const volatile unsigned*>(block_word);
 #endif
   if (__uint_as_float(bits) < rb.bound) Tighten(rb, __uint_as_float(bits));
-}
-
-// Log-probabilities: bounds on the exact weight ExpDet(v) from one MUFU ex2
-// (no polynomial), so the hopeless test costs a few instructions per element
-// and only the seeding and the hopeful entrants pay for ExpDet. The relative
-// error of ex2.approx and of rounding v * log2(e) (|v| <= 103.5) is below
-// 1e-5, ExpDet's 2 ulp below 3e-7: a 0.1% margin covers them (and the FMA's
-// one rounding). The additive 2^-126 covers subnormal results, which the
-// .ftz form (one SASS instruction) flushes to 0. With a =
-// LogProbabilityApprox(v), LogProbabilityUpper(a) >= ExpDet(v) >=
-// LogProbabilityLower(a), without a select where ExpDet is 0 (v <= -103.5,
-// -inf; the sweep pads the row's tail and the slots outside a share with
-// -inf): ex2 flushes to 0 there, so the bounds are 2^-126 and -2^-126, still
-// bounds, and the hot loop is four instructions a quad shorter. A NaN value
-// (an invalid row, whose outcome is an error whatever the race picks) gives
-// NaN and 3.3e38. The bounds only prune, so they need not be
-// bit-reproducible (FMA allowed); the outcome is.
-__device__ __forceinline__ float LogProbabilityApprox(float v) {
-  float approx;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(__fmul_rn(v, 1.44269504f)));
-  return approx;
-}
-__device__ __forceinline__ float LogProbabilityUpper(float approx) { return __fmaf_rn(approx, 1.001f, kFloatMinNormal); }
-// ex2 may overflow to +inf a little before ExpDet does (ExpDet(v) >= 3.39e38 there).
-__device__ __forceinline__ float LogProbabilityLower(float approx) {
-  return fminf(__fmaf_rn(approx, 0.999f, -kFloatMinNormal), 3.3e38f);
 }
 
 // The race weights of one quad (tokens x0 .. x0+3): p (target race) and

@@ -5,6 +5,7 @@
 // where no GPU is present.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/common/cuda_status.h"
+#include "kernels/sampling/philox.h"
 #include "kernels/sampling/rejection_core.h"
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/sampling/rejection_sample.h"
@@ -674,6 +676,62 @@ TEST_F(RejectionCudaTest, LogProbabilityEdgeValuesMatch) {
                                        " draft ", draft));
       }
     }
+  }
+}
+
+// The decision on log-probabilities settles coin * q <= p from ex2 bounds
+// and computes the exact weights only near the boundary: drafted tokens whose
+// p / q sits at the position's own coin times 1 + delta, delta from 0.5% (the
+// bounds decide) down to 0 (only the exact weights can), on both sides, with
+// q = 0 and p = 0 among them, give the reference's outcomes.
+TEST_F(RejectionCudaTest, LogProbabilityAcceptanceAtTheCoinMatches) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  constexpr int32_t kVocab = 4096, kGamma = 8, kSequences = 96;
+  const double deltas[] = {-5e-3, -1e-3, -1e-5, 0.0, 0.0, 1e-5, 1e-3, 5e-3};
+  for (bool draft : {true, false}) {
+    SplitMix64 rng(draft ? 31 : 32);
+    testing::ExplicitBatch batch(kVocab, SampleValueKind::kLogProbabilities, SampleDtype::kFloat32, draft);
+    for (int32_t i = 0; i < kSequences; ++i) {
+      SequenceSamplingParams s;
+      s.seed = 9100 + i;
+      s.sequence_index = i;
+      std::vector<std::vector<float>> target(kGamma + 1, std::vector<float>(kVocab));
+      std::vector<std::vector<float>> draft_rows(kGamma, std::vector<float>(kVocab));
+      for (auto& row : target) {
+        for (float& v : row) v = static_cast<float>(-12.0 * rng.NextDouble()) - 2.0f;
+      }
+      for (auto& row : draft_rows) {
+        for (float& v : row) v = static_cast<float>(-12.0 * rng.NextDouble()) - 2.0f;
+      }
+      std::vector<int32_t> tokens(kGamma);
+      for (int32_t j = 0; j < kGamma; ++j) {
+        const int32_t x = static_cast<int32_t>(rng.NextBelow(kVocab));
+        tokens[j] = x;
+        const double coin = AcceptCoin(s.seed, static_cast<uint32_t>(i), static_cast<uint32_t>(j));
+        const double q_log = draft ? -1.0 - 3.0 * rng.NextDouble() : 0.0;
+        const int32_t pick = static_cast<int32_t>(rng.NextBelow(40));
+        if (draft && pick == 0) {
+          draft_rows[j][x] = ninf;  // q = 0: accepted wherever p > 0
+          target[j][x] = static_cast<float>(q_log);
+        } else if (pick == 1) {
+          target[j][x] = ninf;  // p = 0: rejected
+          if (draft) draft_rows[j][x] = static_cast<float>(q_log);
+        } else {
+          // Mostly at or above the coin, so the decision reaches later positions.
+          const double delta = deltas[pick % 8 < 3 && rng.NextBelow(3) != 0 ? 3 + pick % 5 : pick % 8];
+          target[j][x] = static_cast<float>(q_log + std::log(coin) + std::log1p(delta));
+          if (draft) draft_rows[j][x] = static_cast<float>(q_log);
+        }
+      }
+      batch.Add(target, draft_rows, tokens, s);
+    }
+    const RejectionBatchInput in = batch.input();
+    const RejectionHostOutputs cpu = RunCpu(in);
+    int32_t deepest = 0;
+    for (int32_t k : cpu.accepted_lengths) deepest = std::max(deepest, k);
+    EXPECT_GE(deepest, 3) << "the workload should reach past the first positions";
+    DeviceRunner runner;
+    ExpectSameOutputs(runner.Run(in), cpu, absl::StrCat("log-probability acceptance at the coin, draft ", draft));
   }
 }
 
