@@ -2163,7 +2163,10 @@ __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundW
     while (hopeful != 0) {
       const int e = __ffs(hopeful) - 1;
       hopeful &= hopeful - 1;
-      rejection::RaceOffer(best, RaceExponential(Pick(bits.v, e)), exact(e), x0 + e);
+      // The weight first: a hopeful entrant of weight 0 (a warp not yet
+      // seeded keeps every entrant whose bound is > 0) costs no logarithm.
+      const float weight = exact(e);
+      if (weight > 0.0f) rejection::RaceOffer(best, RaceExponential(Pick(bits.v, e)), weight, x0 + e);
     }
     const float warp_best = WarpMin(best.token >= 0 ? best.key : kInfinity);
     Tighten(rb, warp_best);
@@ -2308,13 +2311,20 @@ struct LogProbabilityQuad {
 // form flushes (p <= weight since Z >= 1: the maximum weighs 1). Values
 // below a filtered row's threshold have p = 0 (LogitApprox). As for
 // log-probabilities, the bounds only prune; the outcome is the full race's.
-// ex2.approx of a value's t, 0 for a value below the threshold: the bounds
-// below are then 2^-126 / Z and -2^-126 / Z, still bounds on p = 0.
-__device__ __forceinline__ float LogitApprox(float v, const RowNormalizer& n, float scale) {
+// ex2.approx of a value's t; for a value below the threshold (and NaN),
+// whose p is 0, `filtered`: 0 gives the bounds +-2^-126 / Z, which bound
+// p = 0 (the draft side); -1 makes both bounds negative (the target side),
+// so neither race's bound of that entrant is > 0 and it is never hopeful. A
+// bound of 2^-126 / Z made every filtered-out entrant hopeful in a warp not
+// yet seeded, which on a top-k row is most warps for their whole share
+// (filtered B=8 79 -> 83 us, run 12 of bench/sampling/results/
+// 2026-11-27-item2); selects on the bounds instead cost the unfiltered sweep
+// what the shared ex2 had saved (run 13).
+__device__ __forceinline__ float LogitApprox(float v, const RowNormalizer& n, float scale, float filtered) {
   const float t = detmath::Mul(detmath::Sub(v, n.max), scale);
   float approx;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(approx) : "f"(t));
-  return v >= n.threshold ? approx : 0.0f;
+  return v >= n.threshold ? approx : filtered;
 }
 __device__ __forceinline__ float LogitUpper(float approx, float inv_sum_up) {
   return __fmul_rn(__fmaf_rn(approx, 1.001f, kFloatMinNormal), inv_sum_up);
@@ -2341,9 +2351,9 @@ struct LogitQuad {
       : w(share), tv(target), dv(draft), x0(first) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      target_approx[e] = LogitApprox(tv[e], w.target_probability.norm, w.logit_scale);
+      target_approx[e] = LogitApprox(tv[e], w.target_probability.norm, w.logit_scale, -1.0f);
       draft_approx[e] =
-          R == RowRace::kResidualDraftRow ? LogitApprox(dv[e], w.draft_probability.norm, w.logit_scale) : 0.0f;
+          R == RowRace::kResidualDraftRow ? LogitApprox(dv[e], w.draft_probability.norm, w.logit_scale, 0.0f) : 0.0f;
     }
   }
 
