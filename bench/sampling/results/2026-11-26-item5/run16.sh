@@ -8,7 +8,7 @@
 #   the line `a.scratch.race_tickets[i] = 0;` of AcceptRaceKernel deleted,
 #   build rejection_cuda_test in another build folder, copy it to
 #   .gpu-t/bin/rejection_cuda_test_broken, and restore the line.
-# Not run yet (2026-11-26: the session's device time ran out).
+# Run on 2026-11-27 as run1 of ../2026-11-27-item2 (results there).
 # Run (H100): carry .gpu-t
 set -u
 export LD_LIBRARY_PATH=$PWD/.gpu-t/lib
