@@ -137,6 +137,39 @@ SV_HD float ExpDet(float x) {
   return Mul(y, Pow2(n));
 }
 
+// ExpDet bit for bit without branches: the same operations, the special
+// cases as selects (multiplying by 1 is exact). The race's exact
+// log-probability weights evaluate two of these and a LogDet on one chain,
+// and ExpDet's early returns and scaling branches split it into blocks the
+// compiler could not interleave.
+SV_HD float ExpDetBranchFree(float x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kC1 = 0.693359375f;
+  constexpr float kC2 = -2.12194440e-4f;
+  constexpr float kRoundMagic = 12582912.0f;
+  const float shifted = Add(Mul(x, kLog2e), kRoundMagic);
+  const float nf = Sub(shifted, kRoundMagic);
+  const int32_t n = static_cast<int32_t>(FloatToBits(shifted) - FloatToBits(kRoundMagic));
+  float r = Sub(x, Mul(nf, kC1));
+  r = Sub(r, Mul(nf, kC2));
+  const float z = Mul(r, r);
+  float y = 1.9875691500e-4f;
+  y = Add(Mul(y, r), 1.3981999507e-3f);
+  y = Add(Mul(y, r), 8.3334519073e-3f);
+  y = Add(Mul(y, r), 4.1665795894e-2f);
+  y = Add(Mul(y, r), 1.6666665459e-1f);
+  y = Add(Mul(y, r), 5.0000001201e-1f);
+  y = Add(Add(Mul(y, z), r), 1.0f);
+  const bool low = n < -126, high = n > 127;
+  // Clamped so the bits are a float's whatever x is (the selects below
+  // discard the result for x outside (-103.5, 88.72)).
+  const int32_t e = low ? n + 64 : (high ? n - 1 : n);
+  const float first = Pow2(e < -126 ? -126 : (e > 127 ? 127 : e));
+  const float second = low ? Pow2(-64) : (high ? 2.0f : 1.0f);
+  const float scaled = Mul(Mul(y, first), second);
+  return !(x > -103.5f) ? 0.0f : (x >= 88.72f ? BitsToFloat(0x7f800000u) : scaled);
+}
+
 // min / max as fminf / fmaxf (a NaN operand yields the other one), the same on
 // both sides.
 SV_HD float MinF(float a, float b) {

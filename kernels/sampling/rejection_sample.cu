@@ -2254,15 +2254,15 @@ struct LogProbabilityQuad {
 
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
 
-  // Exact weights, as the reference computes them.
-  __device__ __forceinline__ float ExactTarget(int e) const {
-    return rejection::LogProbabilityToProbability(Pick(tv, e));
-  }
+  // Exact weights, the reference's bits (LogProbabilityToProbability is
+  // ExpDet; ExpDetBranchFree is ExpDet without branches, so the two exps and
+  // the race's logarithm of an exact step can interleave).
+  __device__ __forceinline__ float ExactTarget(int e) const { return detmath::ExpDetBranchFree(Pick(tv, e)); }
   __device__ __forceinline__ float ExactResidual(int e) const {
     const float p = ExactTarget(e);
     if constexpr (R == RowRace::kResidualDraftRow) {
       // As QuadWeights: fmaxf(p - q, 0) is ResidualWeight (p = q = +inf: NaN -> 0, as there).
-      return fmaxf(detmath::Sub(p, rejection::LogProbabilityToProbability(Pick(dv, e))), 0.0f);
+      return fmaxf(detmath::Sub(p, detmath::ExpDetBranchFree(Pick(dv, e))), 0.0f);
     } else {
       return rejection::ResidualWeight(p, OneHotDraft(e));
     }

@@ -108,6 +108,37 @@ TEST(DetMathTest, Exp2NonPositiveIsExp2DetBitForBitOnItsRange) {
   EXPECT_EQ(detmath::Exp2DetNonPositive(-125.0f), std::ldexp(1.0f, -125));
 }
 
+// The race's exact log-probability weights use the branch-free ExpDet: it
+// must give ExpDet's bits for every float, so the GPU's outcome stays the
+// CPU reference's.
+TEST(DetMathTest, ExpDetBranchFreeIsExpDetBitForBit) {
+  const auto same_bits = [](float x) {
+    return detmath::FloatToBits(detmath::ExpDetBranchFree(x)) == detmath::FloatToBits(detmath::ExpDet(x));
+  };
+  int64_t checked = 0;
+  for (uint64_t bits = 0; bits <= 0xffffffffu; bits += 251) {
+    const float x = detmath::BitsToFloat(static_cast<uint32_t>(bits));
+    ASSERT_TRUE(same_bits(x)) << "x = " << x << " (bits " << bits << ")";
+    ++checked;
+  }
+  EXPECT_GT(checked, 17000000);
+  // Every float around the cut-offs and the scaling branches (2^n with n
+  // below -126 or above 127), and a dense run of ordinary log-probabilities.
+  for (const float edge : {-103.5f, 88.72f, -87.3365f, -87.6f, 88.0296f, 88.3762f, 0.0f, -20.0f}) {
+    float lo = edge, hi = edge;
+    for (int k = 0; k < 20000; ++k) {
+      ASSERT_TRUE(same_bits(lo)) << "x = " << lo;
+      ASSERT_TRUE(same_bits(hi)) << "x = " << hi;
+      lo = std::nextafter(lo, -1e30f);
+      hi = std::nextafter(hi, 1e30f);
+    }
+  }
+  const float inf = std::numeric_limits<float>::infinity();
+  for (const float x : {-inf, inf, std::numeric_limits<float>::quiet_NaN(), -0.0f, 1e-45f, -1e-45f}) {
+    EXPECT_TRUE(same_bits(x)) << "x = " << x;
+  }
+}
+
 // The softmax weights' exp (LogitWeight): 2^t within 1 ulp for normal
 // results, within one step of 2^-149 for subnormal ones, 0 from -151 and
 // +inf from 128.
