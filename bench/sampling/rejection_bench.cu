@@ -20,7 +20,8 @@
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
 //                        [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]
-//                        [--row-chunks N]
+//                        [--row-chunks N] [--shape peaked|flat|disjoint|identical]
+// --shape sets the rows' distributions (default peaked, draft noise 1).
 // --dtype stores the rows in that type (default fp32); the kind is then
 // reported as e.g. "logits_bf16" and the read floor reads the same bytes.
 // The top-k 50 + top-p 0.9 row runs in the full sweep and with --only at
@@ -122,6 +123,10 @@ struct Options {
   float top_p = 0.9f;
   SampleDtype dtype = SampleDtype::kFloat32;
   std::string dtype_suffix;  // "" for fp32, "_bf16", "_fp16"
+  // --shape: the rows' distributions (the workload's DistributionShape).
+  // Disjoint rows put half of each row at probability 0 (log-probabilities
+  // about -1e4): the race's blocks over that half never find an entrant.
+  DistributionShape shape = DistributionShape::kPeaked;
 };
 
 struct Stats {
@@ -302,7 +307,7 @@ int Main(const Options& opt) {
         o.gamma_min = o.gamma_max = gamma;
         o.kind = kind;
         o.dtype = opt.dtype;
-        o.shape = DistributionShape::kPeaked;
+        o.shape = opt.shape;
         o.draft_noise = 1.0f;
         o.seed = 2026 + vocab + gamma;
         auto w = GenerateSamplingWorkload(o);
@@ -520,6 +525,20 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--filter-slices N: 1 to 8\n");
         return 2;
       }
+    } else if (a == "--shape" && i + 1 < argc) {
+      const std::string shape = argv[++i];
+      if (shape == "peaked") {
+        opt.shape = specverify::DistributionShape::kPeaked;
+      } else if (shape == "flat") {
+        opt.shape = specverify::DistributionShape::kFlat;
+      } else if (shape == "disjoint") {
+        opt.shape = specverify::DistributionShape::kDisjoint;
+      } else if (shape == "identical") {
+        opt.shape = specverify::DistributionShape::kIdentical;
+      } else {
+        std::fprintf(stderr, "--shape peaked|flat|disjoint|identical\n");
+        return 2;
+      }
     } else if (a == "--only" && i + 1 < argc) {
       char kind[32] = {};
       if (std::sscanf(argv[++i], "%31[a-z],%d,%d,%d", kind, &opt.only_b, &opt.only_gamma, &opt.only_vocab) != 4) {
@@ -531,7 +550,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
                    "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P] "
-                   "[--row-chunks N]\n",
+                   "[--row-chunks N] [--shape peaked|flat|disjoint|identical]\n",
                    argv[0]);
       return 2;
     }

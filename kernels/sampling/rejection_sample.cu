@@ -2120,11 +2120,20 @@ __device__ __forceinline__ bool Hopeful(uint32_t bits, float weight, float scale
 // The three are one value for every value kind but log-probabilities and
 // exact logits, whose exact weight costs an exp (and for logits a division)
 // and is computed only for the hopeful entrants.
-template <typename BoundWeight, typename LowerWeight, typename ExactWeight>
+template <typename BoundWeight, typename LowerWeight, typename ExactWeight, typename PossibleMask>
 __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundWeight& weight,
-                                            const LowerWeight& lower, const ExactWeight& exact, int32_t x0,
-                                            RaceBound& rb, RaceCandidate& best, unsigned* block_word) {
+                                            const LowerWeight& lower, const ExactWeight& exact,
+                                            const PossibleMask& possible, int32_t x0, RaceBound& rb,
+                                            RaceCandidate& best, unsigned* block_word) {
   const bool leader = threadIdx.x % 32 == 0;
+  // With no bound yet every entrant whose bound is > 0 is hopeful; where a
+  // bound is > 0 for a weight that is certainly 0 (a -inf log-probability,
+  // an off-support logit), possible() says so, or a share with no entrant at
+  // all (a top-k'd or disjoint row) takes every element through the exact
+  // step (disjoint log-probabilities B=8 16.9 -> 14.1 us, run 17 of
+  // bench/sampling/results/2026-11-27-item2). Computed where the warp seeds,
+  // off the seeded path.
+  unsigned possible_mask = 0xfu;
   if (!rb.seeded) {
     // Any entrant's key bounds the winner's, so one entrant per lane will
     // do: the heaviest (its key is likely the smallest), at one
@@ -2149,10 +2158,12 @@ __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundW
     rb.seeded = ub < kInfinity;
     Tighten(rb, ub);
     if (leader && rb.seeded) atomicMin(block_word, __float_as_uint(ub));
+    if (!(rb.scale < kInfinity)) possible_mask = possible();
   }
   unsigned hopeful = 0;  // bit e: entrant x0 + e
 #pragma unroll
   for (int e = 0; e < 4; ++e) hopeful |= Hopeful(bits.v[e], weight(e), rb.scale) ? 1u << e : 0u;
+  hopeful &= possible_mask;
   if (__any_sync(kFullMask, hopeful != 0)) {
     // One exact offer per step, each lane its next hopeful entrant: the warp
     // takes as many steps as its busiest lane (usually one) rather than one
@@ -2254,6 +2265,14 @@ struct LogProbabilityQuad {
 
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
 
+  // The entrants whose weights may be > 0 in either race: p = ExpDet(v) is 0
+  // exactly for v <= -103.5 (and -inf), where the upper bound is 2^-126.
+  __device__ __forceinline__ unsigned PossiblyWeighted() const {
+    unsigned mask = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) mask |= tv[e] > -103.5f ? 1u << e : 0u;
+    return mask;
+  }
   // Exact weights, the reference's bits (LogProbabilityToProbability is
   // ExpDet; ExpDetBranchFree is ExpDet without branches, so the two exps and
   // the race's logarithm of an exact step can interleave).
@@ -2358,6 +2377,21 @@ struct LogitQuad {
   }
 
   __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
+  // The entrants whose weights may be > 0 in either race: a filtered value's
+  // bounds are already <= 0 (LogitApprox), but a logit whose t is <= -152
+  // (a -inf vocabulary mask, an off-support -1e4, the padding past the row)
+  // weighs exactly 0 (Exp2Det clamps there and rounds to 0) with an upper
+  // bound of 2^-126 / Z.
+  __device__ __forceinline__ unsigned PossiblyWeighted() const {
+    const RowNormalizer& n = w.target_probability.norm;
+    unsigned mask = 0;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float t = detmath::Mul(detmath::Sub(tv[e], n.max), w.logit_scale);
+      mask |= (tv[e] >= n.threshold && t > -152.0f) ? 1u << e : 0u;
+    }
+    return mask;
+  }
   __device__ __forceinline__ float ExactTarget(int e) const {
     return rejection::ProbabilityOf(w.target_probability, Pick(tv, e));
   }
@@ -2422,13 +2456,15 @@ __device__ __forceinline__ void RaceBoundedQuad(const Quad& quad, const Philox4x
     ReadBlockBound(residual_bound, &block.residual);
     RaceOneQuad(
         bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.LowerResidual(e); },
-        [&](int e) { return quad.ExactResidual(e); }, x0, residual_bound, best_residual, &block.residual);
+        [&](int e) { return quad.ExactResidual(e); }, [&] { return quad.PossiblyWeighted(); }, x0, residual_bound,
+        best_residual, &block.residual);
   }
   if (feed_target) {
     ReadBlockBound(target_bound, &block.target);
     RaceOneQuad(
         bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.LowerTarget(e); },
-        [&](int e) { return quad.ExactTarget(e); }, x0, target_bound, best_target, &block.target);
+        [&](int e) { return quad.ExactTarget(e); }, [&] { return quad.PossiblyWeighted(); }, x0, target_bound,
+        best_target, &block.target);
   }
 }
 
@@ -2472,11 +2508,14 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
         feed_target = !__any_sync(kFullMask, lane_has_residual);
       }
       ReadBlockBound(residual_bound, &block.residual);
-      RaceOneQuad(bits, weight_r, weight_r, weight_r, x0, residual_bound, best_residual, &block.residual);
+      RaceOneQuad(
+          bits, weight_r, weight_r, weight_r, [] { return 0xfu; }, x0, residual_bound, best_residual,
+          &block.residual);
     }
     if (feed_target) {
       ReadBlockBound(target_bound, &block.target);
-      RaceOneQuad(bits, weight_p, weight_p, weight_p, x0, target_bound, best_target, &block.target);
+      RaceOneQuad(
+          bits, weight_p, weight_p, weight_p, [] { return 0xfu; }, x0, target_bound, best_target, &block.target);
     }
   }
 }
