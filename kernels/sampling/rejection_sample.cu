@@ -2130,9 +2130,9 @@ __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundW
   // bound is > 0 for a weight that is certainly 0 (a -inf log-probability,
   // an off-support logit), possible() says so, or a share with no entrant at
   // all (a top-k'd or disjoint row) takes every element through the exact
-  // step (disjoint log-probabilities B=8 16.9 -> 14.1 us, run 17 of
-  // bench/sampling/results/2026-11-27-item2). Computed where the warp seeds,
-  // off the seeded path.
+  // step (disjoint log-probabilities B=8 16.98 -> 14.22 us, run 18 of
+  // bench/sampling/results/2026-11-27-item2). Computed where the warp seeds:
+  // as a test on the seeded path it cost the headline ~1% (run 17).
   unsigned possible_mask = 0xfu;
   if (!rb.seeded) {
     // Any entrant's key bounds the winner's, so one entrant per lane will
