@@ -107,10 +107,13 @@ SV_HD bool IsFinite(float f) { return (FloatToBits(f) & 0x7f800000u) != 0x7f8000
 // 2^n for n in [-126, 127] as an exact float.
 SV_HD float Pow2(int32_t n) { return BitsToFloat(static_cast<uint32_t>(n + 127) << 23); }
 
-// e^x. x <= -103.5 gives 0 (below the smallest subnormal), x >= 88.72 gives +inf.
-SV_HD float ExpDet(float x) {
-  if (!(x > -103.5f)) return 0.0f;  // also maps NaN to 0; callers validate first
-  if (x >= 88.72f) return BitsToFloat(0x7f800000u);
+// e^x = y * 2^n before ExpDet's scaling: the Cephes range reduction and
+// polynomial, shared by ExpDet and ExpDetBranchFree so their bits agree.
+struct ExpDetSplit {
+  float y;
+  int32_t n;
+};
+SV_HD ExpDetSplit ExpDetReduce(float x) {
   constexpr float kLog2e = 1.44269504088896341f;
   constexpr float kC1 = 0.693359375f;     // ln 2, high part (exact in 9 bits)
   constexpr float kC2 = -2.12194440e-4f;  // ln 2 - kC1
@@ -131,10 +134,18 @@ SV_HD float ExpDet(float x) {
   y = Add(Mul(y, r), 1.6666665459e-1f);
   y = Add(Mul(y, r), 5.0000001201e-1f);
   y = Add(Add(Mul(y, z), r), 1.0f);
+  return ExpDetSplit{y, n};
+}
+
+// e^x. x <= -103.5 gives 0 (below the smallest subnormal), x >= 88.72 gives +inf.
+SV_HD float ExpDet(float x) {
+  if (!(x > -103.5f)) return 0.0f;  // also maps NaN to 0; callers validate first
+  if (x >= 88.72f) return BitsToFloat(0x7f800000u);
+  const ExpDetSplit e = ExpDetReduce(x);
   // Scale by 2^n in two exact steps so results in the subnormal range work.
-  if (n < -126) return Mul(Mul(y, Pow2(n + 64)), Pow2(-64));
-  if (n > 127) return Mul(Mul(y, Pow2(n - 1)), 2.0f);
-  return Mul(y, Pow2(n));
+  if (e.n < -126) return Mul(Mul(e.y, Pow2(e.n + 64)), Pow2(-64));
+  if (e.n > 127) return Mul(Mul(e.y, Pow2(e.n - 1)), 2.0f);
+  return Mul(e.y, Pow2(e.n));
 }
 
 // ExpDet bit for bit without branches: the same operations, the special
@@ -143,30 +154,15 @@ SV_HD float ExpDet(float x) {
 // and ExpDet's early returns and scaling branches split it into blocks the
 // compiler could not interleave.
 SV_HD float ExpDetBranchFree(float x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kC1 = 0.693359375f;
-  constexpr float kC2 = -2.12194440e-4f;
-  constexpr float kRoundMagic = 12582912.0f;
-  const float shifted = Add(Mul(x, kLog2e), kRoundMagic);
-  const float nf = Sub(shifted, kRoundMagic);
-  const int32_t n = static_cast<int32_t>(FloatToBits(shifted) - FloatToBits(kRoundMagic));
-  float r = Sub(x, Mul(nf, kC1));
-  r = Sub(r, Mul(nf, kC2));
-  const float z = Mul(r, r);
-  float y = 1.9875691500e-4f;
-  y = Add(Mul(y, r), 1.3981999507e-3f);
-  y = Add(Mul(y, r), 8.3334519073e-3f);
-  y = Add(Mul(y, r), 4.1665795894e-2f);
-  y = Add(Mul(y, r), 1.6666665459e-1f);
-  y = Add(Mul(y, r), 5.0000001201e-1f);
-  y = Add(Add(Mul(y, z), r), 1.0f);
+  const ExpDetSplit reduced = ExpDetReduce(x);
+  const int32_t n = reduced.n;
   const bool low = n < -126, high = n > 127;
   // Clamped so the bits are a float's whatever x is (the selects below
   // discard the result for x outside (-103.5, 88.72)).
   const int32_t e = low ? n + 64 : (high ? n - 1 : n);
   const float first = Pow2(e < -126 ? -126 : (e > 127 ? 127 : e));
   const float second = low ? Pow2(-64) : (high ? 2.0f : 1.0f);
-  const float scaled = Mul(Mul(y, first), second);
+  const float scaled = Mul(Mul(reduced.y, first), second);
   return !(x > -103.5f) ? 0.0f : (x >= 88.72f ? BitsToFloat(0x7f800000u) : scaled);
 }
 
