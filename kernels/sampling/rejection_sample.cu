@@ -2029,7 +2029,8 @@ struct RowShare {
   uint32_t sequence_index;
   uint32_t position;  // k
   int32_t drafted;    // kResidualOneHot: x_k
-  // Exact logits: per-row constants of the pruning bounds (LogitBounds).
+  // Exact logits: per-row constants of the pruning bounds (LogitApprox,
+  // LogitUpper, LogitLower).
   float logit_scale;  // LogitScale(1/T), both rows
   float target_inv_sum_up, target_inv_sum_lo, draft_inv_sum_up, draft_inv_sum_lo;
 };
@@ -2237,7 +2238,8 @@ __device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)
 // values, evaluated where needed: bounds (from one ex2 a value) for the
 // certainty test, the seeding and the hopeless test, exact ExpDet weights
 // for the hopeful entrants only. Slots outside the row or the share hold
-// -inf (SweepShare's padding): weight 0, no mask needed.
+// -inf (SweepShare's padding): weight 0, with bounds that need no select
+// (PossiblyWeighted drops them while a warp has no bound).
 template <RowRace R>
 struct LogProbabilityQuad {
   const RowShare& w;
@@ -2712,7 +2714,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   if (Traits::kLogitsExact) {
     share.target_probability.norm = a.scratch.norms[target_row].norm;
     if (use_draft_row) share.draft_probability.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
-    // The bounds' per-row constants (LogitBounds): 1/Z within 0.1%, either side.
+    // The bounds' per-row constants (LogitUpper, LogitLower): 1/Z within 0.1%, either side.
     const float scale = rejection::LogitScale(inv_t);
     const float target_inv = __frcp_rn(share.target_probability.norm.sum);
     share.logit_scale = scale;
