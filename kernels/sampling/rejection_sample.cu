@@ -596,11 +596,21 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
 }
 
 // Combines each row's chunks (rejection::CombineChunks' bits), one warp per
-// row: the maximum with the lowest chunk on ties, then the chunk sums
-// rescaled in parallel and added in chunk order by lane 0. Launched as a
+// row: the maximum with the lowest chunk on ties (its argmax carried along),
+// then the chunk sums rescaled in parallel and added in chunk order by lane
+// 0. Each chunk's 16 bytes come in one load, issued before the temperature's
+// lookups, so a row's statistics cost one round trip to L2 (they took three:
+// the maxima, the sums, then the best chunk's argmax). Launched as a
 // programmatic dependent of the row pass (sm_90): it waits for that grid's
 // completion and memory flush.
 constexpr int kCombineThreads = 128;
+constexpr int kCombineChunksPerLane = kMaxChunks / 32;
+
+__device__ __forceinline__ ChunkStats LoadChunkStats(const ChunkStats* p) {
+  static_assert(sizeof(ChunkStats) == 16 && alignof(ChunkStats) == 8);
+  const int4 v = __ldcg(reinterpret_cast<const int4*>(p));  // the scratch carve aligns chunks to 256 bytes
+  return ChunkStats{__int_as_float(v.x), v.y, __hiloint2double(v.w, v.z)};
+}
 
 __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs a) {
   __shared__ double scaled_sums[kCombineThreads / 32][kMaxChunks];
@@ -611,45 +621,62 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
   const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kCombineThreads / 32) + warp;
   if (slot >= a.num_target_rows + a.num_draft_rows) return;
   const ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
+  ChunkStats mine[kCombineChunksPerLane];  // chunks lane, lane + 32, ...
+#pragma unroll
+  for (int j = 0; j < kCombineChunksPerLane; ++j) {
+    if (lane + 32 * j < a.num_chunks) mine[j] = LoadChunkStats(&chunks[lane + 32 * j]);
+  }
   const float temperature = RowTemperature(a, slot);
   const float inv_t = temperature > 0.0f ? rejection::InverseTemperature(temperature) : 0.0f;
   MaxArg best{0.0f, -1};
+  int32_t best_argmax = 0;
   bool bad = false;
-  for (int32_t i = lane; i < a.num_chunks; i += 32) {
-    const ChunkStats cs{__ldcg(&chunks[i].max), __ldcg(&chunks[i].argmax), 0.0};
-    bad = bad || cs.argmax < 0;
-    const MaxArg o{cs.max, i};
-    if (MaxBeats(o, best)) best = o;
+#pragma unroll
+  for (int j = 0; j < kCombineChunksPerLane; ++j) {
+    if (lane + 32 * j >= a.num_chunks) break;
+    bad = bad || mine[j].argmax < 0;
+    const MaxArg o{mine[j].max, lane + 32 * j};
+    if (MaxBeats(o, best)) {
+      best = o;
+      best_argmax = mine[j].argmax;
+    }
   }
 #pragma unroll
   for (int offset = 16; offset > 0; offset /= 2) {
     const MaxArg o{__shfl_xor_sync(kFullMask, best.value, offset), __shfl_xor_sync(kFullMask, best.index, offset)};
-    if (MaxBeats(o, best)) best = o;
+    const int32_t o_argmax = __shfl_xor_sync(kFullMask, best_argmax, offset);
+    if (MaxBeats(o, best)) {
+      best = o;
+      best_argmax = o_argmax;
+    }
   }
   bad = __any_sync(kFullMask, bad);
   DeviceRowNorm out{};
   if (bad) out.flags |= kRowBadElement;
-  if (a.mode == RowPassMode::kNormalize) {
-    if (!bad) {
-      for (int32_t i = lane; i < a.num_chunks; i += 32) {
-        const float rescale = rejection::LogitWeight(__ldcg(&chunks[i].max), best.value, inv_t);
-        scaled_sums[warp][i] = detmath::MulD(__ldcg(&chunks[i].sum), static_cast<double>(rescale));
-      }
-      __syncwarp();
-      if (lane == 0) {
-        double z = 0.0;
-        for (int32_t i = 0; i < a.num_chunks; ++i) z = detmath::AddD(z, scaled_sums[warp][i]);
+  const bool normalize = a.mode == RowPassMode::kNormalize;
+  if (!normalize || !bad) {
+    // What lane 0 adds in chunk order: rescaled sums (the normalizer) or
+    // plain ones (the row check's mass).
+#pragma unroll
+    for (int j = 0; j < kCombineChunksPerLane; ++j) {
+      if (lane + 32 * j >= a.num_chunks) break;
+      scaled_sums[warp][lane + 32 * j] =
+          normalize ? detmath::MulD(mine[j].sum,
+                                    static_cast<double>(rejection::LogitWeight(mine[j].max, best.value, inv_t)))
+                    : mine[j].sum;
+    }
+    __syncwarp();
+    if (lane == 0) {
+      double z = 0.0;
+      for (int32_t i = 0; i < a.num_chunks; ++i) z = detmath::AddD(z, scaled_sums[warp][i]);
+      if (normalize) {
         out.norm.max = best.value;
-        out.norm.argmax = __ldcg(&chunks[best.index].argmax);
+        out.norm.argmax = best_argmax;
         out.norm.sum = static_cast<float>(z);
         out.norm.threshold = rejection::NegativeInfinity();
+      } else if (a.in.kind != SampleValueKind::kLogits && !(z > 0.0 && z <= 1.7976931348623157e308)) {
+        out.flags |= kRowBadSum;
       }
-    }
-  } else if (lane == 0) {
-    double sum = 0.0;
-    for (int32_t i = 0; i < a.num_chunks; ++i) sum = detmath::AddD(sum, __ldcg(&chunks[i].sum));
-    if (a.in.kind != SampleValueKind::kLogits && !(sum > 0.0 && sum <= 1.7976931348623157e308)) {
-      out.flags |= kRowBadSum;
     }
   }
   if (lane == 0) a.scratch.norms[slot] = out;
