@@ -2706,6 +2706,23 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
       asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
     }
   }
+  // After a row pass the decision waits for the normalizers, but the draft
+  // tokens and the values at them are inputs: warp 3 brings those values'
+  // lines into L2 meanwhile, so the decision's second round trip after the
+  // wait is an L2 hit, not a DRAM one.
+  if ((a.logits_exact || a.row_pass_ran) && threadIdx.x >= 96 && threadIdx.x < 128) {
+    for (int32_t j = threadIdx.x % 32; j < gamma; j += 32) {
+      const int32_t x = in.draft_tokens[first + j];
+      if (x < 0 || x >= in.vocab_size) continue;
+      const int64_t offset = int64_t{x} * SampleDtypeBytes(in.dtype);
+      asm volatile("prefetch.global.L2 [%0];" ::"l"(
+          static_cast<const char*>(SampledRowAddress(in, false, static_cast<int64_t>(first) + i + j)) + offset));
+      if (in.has_draft_probs) {
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(
+            static_cast<const char*>(SampledRowAddress(in, true, first + j)) + offset));
+      }
+    }
+  }
   // A programmatic dependent of the combine / filter grid after a row pass
   // (a no-op otherwise): the normalizers are read from here on.
   race_result::WaitForPrimaryGrid();
