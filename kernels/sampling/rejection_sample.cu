@@ -2706,11 +2706,13 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
       asm volatile("prefetch.global.L2 [%0];" ::"l"(address));
     }
   }
-  // After a row pass the decision waits for the normalizers, but the draft
+  // Exact logits: the decision waits for the normalizers, but the draft
   // tokens and the values at them are inputs: warp 3 brings those values'
   // lines into L2 meanwhile, so the decision's second round trip after the
-  // wait is an L2 hit, not a DRAM one.
-  if ((a.logits_exact || a.row_pass_ran) && threadIdx.x >= 96 && threadIdx.x < 128) {
+  // wait is an L2 hit, not a DRAM one. Compiled for that race only: in the
+  // others, behind a run-time test, it cost log-probabilities B=8 ~1% (run 6
+  // of bench/sampling/results/2026-11-27-onelaunch).
+  if (Traits::kLogitsExact && threadIdx.x >= 96 && threadIdx.x < 128) {
     for (int32_t j = threadIdx.x % 32; j < gamma; j += 32) {
       const int32_t x = in.draft_tokens[first + j];
       if (x < 0 || x >= in.vocab_size) continue;
