@@ -2261,6 +2261,65 @@ __device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)
   }
 }
 
+// What LogProbabilityQuad and LogitQuad share: the quad's values, one ex2
+// of each (filled by the derived constructor), and the residual race's
+// bounds built from the derived quad's bounds on p (BoundTarget,
+// LowerTarget) and on q (DraftUpper, DraftLower). ex2.approx of each value
+// is taken once per quad: the certainty test, the seeding and the hopeless
+// test all derive their bounds from it (the compiler did not share the ex2
+// between the seeding's branch and the hot path, so a warp's first quad
+// paid 24 MUFU ex2 for 8 values; run 3 of
+// bench/sampling/results/2026-11-27-item2). Dead after the quad's races; the
+// exact weights start again from the values.
+template <typename Derived, RowRace R>
+struct BoundedQuad {
+  const RowShare& w;
+  const float (&tv)[4];
+  const float (&dv)[4];
+  int32_t x0;
+  float target_approx[4];
+  float draft_approx[4];
+
+  __device__ __forceinline__ BoundedQuad(const RowShare& share, const float (&target)[4], const float (&draft)[4],
+                                         int32_t first)
+      : w(share), tv(target), dv(draft), x0(first) {}
+
+  __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
+  // max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone). Without
+  // the max: the hopeless test and the seeding ignore weights <= 0 (and
+  // NaN) themselves.
+  __device__ __forceinline__ float BoundResidual(int e) const {
+    const float p_up = self().BoundTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      return detmath::Sub(p_up, self().DraftLower(e));
+    } else {
+      return detmath::Sub(p_up, OneHotDraft(e));
+    }
+  }
+  // Lower bounds: max(0, p - q) >= max(0, p_lo - q_up).
+  __device__ __forceinline__ float LowerResidual(int e) const {
+    const float p_lo = self().LowerTarget(e);
+    if constexpr (R == RowRace::kResidualDraftRow) {
+      return detmath::Sub(p_lo, self().DraftUpper(e));
+    } else {
+      return detmath::Sub(p_lo, OneHotDraft(e));
+    }
+  }
+  // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
+  __device__ __forceinline__ bool CertainResidual() const {
+    bool certain = false;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float q_up = R == RowRace::kResidualDraftRow ? self().DraftUpper(e) : OneHotDraft(e);
+      certain = certain || self().LowerTarget(e) > q_up;
+    }
+    return certain;
+  }
+
+ private:
+  __device__ __forceinline__ const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
 // A quad of log-probability values. The weights are functions of the stored
 // values, evaluated where needed: bounds (from one ex2 a value) for the
 // certainty test, the seeding and the hopeless test, exact ExpDet weights
@@ -2268,31 +2327,23 @@ __device__ __forceinline__ void QuadWeights(const RowShare& w, const float (&tv)
 // -inf (SweepShare's padding): weight 0, with bounds that need no select
 // (PossiblyWeighted drops them while a warp has no bound).
 template <RowRace R>
-struct LogProbabilityQuad {
-  const RowShare& w;
-  const float (&tv)[4];
-  const float (&dv)[4];
-  int32_t x0;
-  // ex2.approx of each value, once per quad: the certainty test, the seeding
-  // and the hopeless test all derive their bounds from these (the compiler
-  // did not share the ex2 between the seeding's branch and the hot path, so
-  // a warp's first quad paid 24 MUFU ex2 for 8 values; run 3 of
-  // bench/sampling/results/2026-11-27-item2). Dead after the quad's races;
-  // the exact weights start again from the values.
-  float target_approx[4];
-  float draft_approx[4];
+struct LogProbabilityQuad : BoundedQuad<LogProbabilityQuad<R>, R> {
+  using Base = BoundedQuad<LogProbabilityQuad<R>, R>;
+  using Base::draft_approx;
+  using Base::dv;
+  using Base::OneHotDraft;
+  using Base::target_approx;
+  using Base::tv;
 
   __device__ __forceinline__ LogProbabilityQuad(const RowShare& share, const float (&target)[4],
                                                 const float (&draft)[4], int32_t first)
-      : w(share), tv(target), dv(draft), x0(first) {
+      : Base(share, target, draft, first) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       target_approx[e] = LogProbabilityApprox(tv[e]);
       draft_approx[e] = R == RowRace::kResidualDraftRow ? LogProbabilityApprox(dv[e]) : 0.0f;
     }
   }
-
-  __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
 
   // The entrants whose weights may be > 0 in either race: p = ExpDet(v) is 0
   // exactly for v <= -103.5 (and -inf), where the upper bound is 2^-126.
@@ -2315,39 +2366,11 @@ struct LogProbabilityQuad {
       return rejection::ResidualWeight(p, OneHotDraft(e));
     }
   }
-  // Upper bounds on them: max(0, p - q) <= max(0, p_up - q_lo) (rounding is
-  // monotone). Without the max: the hopeless test and the seeding ignore
-  // weights <= 0 (and NaN) themselves.
+  // Bounds on p and q (for BoundedQuad's residual bounds).
   __device__ __forceinline__ float BoundTarget(int e) const { return LogProbabilityUpper(target_approx[e]); }
-  __device__ __forceinline__ float BoundResidual(int e) const {
-    const float p_up = BoundTarget(e);
-    if constexpr (R == RowRace::kResidualDraftRow) {
-      return detmath::Sub(p_up, LogProbabilityLower(draft_approx[e]));
-    } else {
-      return detmath::Sub(p_up, OneHotDraft(e));
-    }
-  }
-  // Lower bounds: max(0, p - q) >= max(0, p_lo - q_up).
   __device__ __forceinline__ float LowerTarget(int e) const { return LogProbabilityLower(target_approx[e]); }
-  __device__ __forceinline__ float LowerResidual(int e) const {
-    const float p_lo = LowerTarget(e);
-    if constexpr (R == RowRace::kResidualDraftRow) {
-      return detmath::Sub(p_lo, LogProbabilityUpper(draft_approx[e]));
-    } else {
-      return detmath::Sub(p_lo, OneHotDraft(e));
-    }
-  }
-  // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
-  __device__ __forceinline__ bool CertainResidual() const {
-    bool certain = false;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float q_up =
-          R == RowRace::kResidualDraftRow ? LogProbabilityUpper(draft_approx[e]) : OneHotDraft(e);
-      certain = certain || LowerTarget(e) > q_up;
-    }
-    return certain;
-  }
+  __device__ __forceinline__ float DraftUpper(int e) const { return LogProbabilityUpper(draft_approx[e]); }
+  __device__ __forceinline__ float DraftLower(int e) const { return LogProbabilityLower(draft_approx[e]); }
 };
 
 // Exact logits: bounds on p = Div(Exp2Det(t), Z), t = (v - m) * scale, from
@@ -2386,17 +2409,18 @@ __device__ __forceinline__ float LogitLower(float approx, float inv_sum_lo) {
 // one ex2 a value otherwise. Slots outside the row or the share hold -inf
 // (weight 0).
 template <RowRace R>
-struct LogitQuad {
-  const RowShare& w;
-  const float (&tv)[4];
-  const float (&dv)[4];
-  int32_t x0;
-  float target_approx[4];  // as LogProbabilityQuad's: once per quad
-  float draft_approx[4];
+struct LogitQuad : BoundedQuad<LogitQuad<R>, R> {
+  using Base = BoundedQuad<LogitQuad<R>, R>;
+  using Base::draft_approx;
+  using Base::dv;
+  using Base::OneHotDraft;
+  using Base::target_approx;
+  using Base::tv;
+  using Base::w;
 
   __device__ __forceinline__ LogitQuad(const RowShare& share, const float (&target)[4], const float (&draft)[4],
                                        int32_t first)
-      : w(share), tv(target), dv(draft), x0(first) {
+      : Base(share, target, draft, first) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       target_approx[e] = LogitApprox(tv[e], w.target_probability.norm, w.logit_scale, -1.0f);
@@ -2405,7 +2429,6 @@ struct LogitQuad {
     }
   }
 
-  __device__ __forceinline__ float OneHotDraft(int e) const { return x0 + e == w.drafted ? 1.0f : 0.0f; }
   // The entrants whose weights may be > 0 in either race: a filtered value's
   // bounds are already <= 0 (LogitApprox), but a logit whose t is <= -152
   // (a -inf vocabulary mask, an off-support -1e4, the padding past the row)
@@ -2433,42 +2456,15 @@ struct LogitQuad {
       return rejection::ResidualWeight(p, OneHotDraft(e));
     }
   }
+  // Bounds on p and q (for BoundedQuad's residual bounds).
   __device__ __forceinline__ float BoundTarget(int e) const {
     return LogitUpper(target_approx[e], w.target_inv_sum_up);
   }
-  // max(0, p - q) <= max(0, p_up - q_lo) (rounding is monotone); weights
-  // <= 0 are ignored by the hopeless test and the seeding, so no max.
-  __device__ __forceinline__ float BoundResidual(int e) const {
-    const float p_up = BoundTarget(e);
-    if constexpr (R == RowRace::kResidualDraftRow) {
-      return detmath::Sub(p_up, LogitLower(draft_approx[e], w.draft_inv_sum_lo));
-    } else {
-      return detmath::Sub(p_up, OneHotDraft(e));
-    }
-  }
-  // Lower bounds: max(0, p - q) >= max(0, p_lo - q_up).
   __device__ __forceinline__ float LowerTarget(int e) const {
     return LogitLower(target_approx[e], w.target_inv_sum_lo);
   }
-  __device__ __forceinline__ float LowerResidual(int e) const {
-    const float p_lo = LowerTarget(e);
-    if constexpr (R == RowRace::kResidualDraftRow) {
-      return detmath::Sub(p_lo, LogitUpper(draft_approx[e], w.draft_inv_sum_up));
-    } else {
-      return detmath::Sub(p_lo, OneHotDraft(e));
-    }
-  }
-  // Some residual weight is certainly > 0: p_lo > q_up makes p > q.
-  __device__ __forceinline__ bool CertainResidual() const {
-    bool certain = false;
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float q_up =
-          R == RowRace::kResidualDraftRow ? LogitUpper(draft_approx[e], w.draft_inv_sum_up) : OneHotDraft(e);
-      certain = certain || LowerTarget(e) > q_up;
-    }
-    return certain;
-  }
+  __device__ __forceinline__ float DraftUpper(int e) const { return LogitUpper(draft_approx[e], w.draft_inv_sum_up); }
+  __device__ __forceinline__ float DraftLower(int e) const { return LogitLower(draft_approx[e], w.draft_inv_sum_lo); }
 };
 
 // Both races over one quad whose exact weights cost an exp (Quad:
