@@ -38,7 +38,17 @@ constexpr int kRaceBlocksPerSm = 3;
 constexpr int kRaceBlocksPerSmSmall = 2;
 // The row pass holds a chunk's 16 values per thread in registers between its
 // maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers).
+// A block is a latency chain (its loads, two block reductions), so 16-bit
+// rows, whose chunk is half the bytes, take 8 (<= 32 registers; bf16 spills
+// nothing, fp16 16 bytes): bf16 and fp16 logits B=8 -0.9 us (49.0 -> 48.1,
+// H100, bench/sampling/results/2026-11-27-rowpass-occupancy). fp32 at 7 or
+// 8 fits 32 registers too but is 0.5 us slower at B=8.
 constexpr int kRowPassBlocksPerSm = 6;
+constexpr int kRowPassBlocksPerSm16Bit = 8;
+template <SampleDtype D>
+constexpr int RowPassBlocksPerSm() {
+  return D == SampleDtype::kFloat32 ? kRowPassBlocksPerSm : kRowPassBlocksPerSm16Bit;
+}
 // RowPassRunKernel: blocks per SM, and the most consecutive chunks of a row
 // one block takes.
 constexpr int kRowPassRunBlocksPerSm = 5;
@@ -497,7 +507,7 @@ __device__ __forceinline__ float RowTemperature(const RowPassArgs& a, int64_t sl
 // combined by CombineRowsKernel, not by a last-block ticket (its fence and
 // atomic round trips held every block ~1.5 us longer).
 template <SampleDtype D>
-__global__ void __launch_bounds__(kThreads, kRowPassBlocksPerSm) RowPassKernel(RowPassArgs a) {
+__global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKernel(RowPassArgs a) {
   __shared__ double sum_shared[kThreads];
   __shared__ MaxArg max_shared[kWarps];
   const RejectionBatchInput& in = a.in;
@@ -3082,6 +3092,9 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
   // 126.3); fp32 rows, which read twice the bytes per instruction, lose at
   // every B (B = 128: 496.7 -> 540.6), as does a short pass (bf16 B = 8,
   // 6.5 waves: 51.5 -> 55.8), where the runs leave SMs idle at the tail.
+  // Waves are counted at 6 one-chunk blocks per SM, the occupancy the
+  // crossover was measured at (16-bit rows now run 8: the same rows take
+  // runs as before).
   if (dtype == SampleDtype::kFloat32) return 1;
   const int64_t single_chunk_waves = rows * num_chunks / (int64_t{kRowPassBlocksPerSm} * std::max(1, num_sms));
   if (single_chunk_waves < kRowPassRunMinWaves) return 1;
