@@ -37,12 +37,12 @@ constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLa
 constexpr int kRaceBlocksPerSm = 3;
 constexpr int kRaceBlocksPerSmSmall = 2;
 // The row pass holds a chunk's 16 values per thread in registers between its
-// maximum and its weights; 6 blocks of 256 threads per SM (<= 40 registers).
-// A block is a latency chain (its loads, two block reductions), so 16-bit
-// rows, whose chunk is half the bytes, take 8 (<= 32 registers; bf16 spills
-// nothing, fp16 16 bytes): bf16 and fp16 logits B=8 -0.9 us (49.0 -> 48.1,
-// H100, bench/sampling/results/2026-11-27-rowpass-occupancy). fp32 at 7 or
-// 8 fits 32 registers too but is 0.5 us slower at B=8.
+// maximum and its weights. fp32 rows: 6 blocks of 256 threads per SM (<= 40
+// registers; 4, 5, 7 and 8 were all slower at B=8 and B=32). A block is a
+// latency chain (its loads, two block reductions), so 16-bit rows, whose
+// chunk is half the bytes, take 8 (<= 32 registers; bf16 spills nothing,
+// fp16 16 bytes): H100, bf16 logits B=8 49.0 -> 48.1 us, fp16 49.1 -> 48.4,
+// bf16 B=16 75.7 -> 74.2 (bench/sampling/results/2026-11-27-rowpass-occupancy).
 constexpr int kRowPassBlocksPerSm = 6;
 constexpr int kRowPassBlocksPerSm16Bit = 8;
 template <SampleDtype D>
@@ -3093,8 +3093,10 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
   // every B (B = 128: 496.7 -> 540.6), as does a short pass (bf16 B = 8,
   // 6.5 waves: 51.5 -> 55.8), where the runs leave SMs idle at the tail.
   // Waves are counted at 6 one-chunk blocks per SM, the occupancy the
-  // crossover was measured at (16-bit rows now run 8: the same rows take
-  // runs as before).
+  // crossover was measured at; with 16-bit rows at 8 the same batches take
+  // runs, and each side of the threshold is still the faster kernel (bf16
+  // B=16 one-chunk 73.6 against runs 75.7 us, B=24 97.7 against 97.0;
+  // run 5 of bench/sampling/results/2026-11-27-rowpass-occupancy).
   if (dtype == SampleDtype::kFloat32) return 1;
   const int64_t single_chunk_waves = rows * num_chunks / (int64_t{kRowPassBlocksPerSm} * std::max(1, num_sms));
   if (single_chunk_waves < kRowPassRunMinWaves) return 1;
