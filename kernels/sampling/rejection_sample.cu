@@ -615,6 +615,7 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
 // completion and memory flush.
 constexpr int kCombineThreads = 128;
 constexpr int kCombineChunksPerLane = kMaxChunks / 32;
+static_assert(kMaxChunks % 32 == 0, "a lane's chunks lane, lane + 32, ... must cover every chunk");
 
 __device__ __forceinline__ ChunkStats LoadChunkStats(const ChunkStats* p) {
   static_assert(sizeof(ChunkStats) == 16 && alignof(ChunkStats) == 8);
