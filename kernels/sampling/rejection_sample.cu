@@ -103,6 +103,10 @@ struct ScratchLayout {
   // general path), from which the filter bounds its candidates and picks
   // the groups of 512 values that can hold them.
   float* warp_max = nullptr;
+  // [max_rows]: each row's 1/T (0 for greedy rows), written by the row pass
+  // where it looked the sequence up, so the combine needs no offsets search
+  // and temperature read on its chain.
+  float* row_inv_t = nullptr;
   size_t zeroed_bytes = 0;                   // prefix cleared once by InitRejectionScratch
   size_t bytes = 0;
 };
@@ -136,6 +140,7 @@ ScratchLayout Carve(void* base, const RejectionScratchLimits& l) {
   s.norms = reinterpret_cast<DeviceRowNorm*>(take(sizeof(DeviceRowNorm) * rows));
   const int64_t target_rows = static_cast<int64_t>(l.max_total_draft_tokens) + l.max_sequences;
   s.warp_max = reinterpret_cast<float*>(take(sizeof(float) * target_rows * chunks * kWarps));
+  s.row_inv_t = reinterpret_cast<float*>(take(sizeof(float) * rows));
   s.bytes = off;
   return s;
 }
@@ -374,13 +379,51 @@ __device__ float BlockMax(float m, float* shared) {
 }
 
 // The thread's 16 values of a whole chunk (lane order of rejection_core.h).
+// The row pass streams every logits row once (83 MB at fp32 B=8, more than
+// the H100's 50 MB L2). With the default L2 policy that stream evicted what
+// runs next: the combine's and the race's code and the scratch they read,
+// which their serial chains then fetched from DRAM (the race's first sweep
+// step took 4.6 us after the pass against 1.5 with probabilities).
+// Evict-first reads (sm_80+) let the stream replace its own lines instead:
+// fp32 logits B=8 53.1 -> 47.5 us, B=32 139.8 -> 130.5, top-k/top-p B=8
+// 76.1 -> 68.2 (H100, bench/sampling/results/2026-11-27-evict-first).
+__device__ __forceinline__ uint64_t EvictFirstPolicy() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+#else
+  return 0;
+#endif
+}
+
+template <SampleDtype D>
+__device__ __forceinline__ PackedQuad<D> LoadQuadEvictFirst(const PackedQuad<D>* p, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  PackedQuad<D> v;
+  if constexpr (D == SampleDtype::kFloat32) {
+    asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p), "l"(policy));
+  } else {
+    asm volatile("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(v.x), "=r"(v.y) : "l"(p), "l"(policy));
+  }
+  return v;
+#else
+  (void)policy;
+  return __ldg(p);
+#endif
+}
+
 template <SampleDtype D>
 __device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, float (&v)[kRounds][4]) {
+  const uint64_t policy = EvictFirstPolicy();
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
     const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
-    UnpackQuad<D>(__ldg(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row_ptr) +
-                                                                int64_t{x} * SampleDtypeBytes(D))),
+    UnpackQuad<D>(LoadQuadEvictFirst<D>(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row_ptr) +
+                                                                              int64_t{x} * SampleDtypeBytes(D)),
+                                       policy),
                   v[r]);
   }
 }
@@ -530,7 +573,10 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   const ChunkStats stats = (full && !greedy)
                                ? FullChunkStats(v, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
                                : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
-  if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
+  if (threadIdx.x == 0) {
+    a.scratch.chunks[slot * a.num_chunks + c] = stats;
+    if (c == 0) a.scratch.row_inv_t[slot] = inv_t;
+  }
   if (a.targets_last && !is_draft && threadIdx.x < kWarps) {
     // FullChunkStats leaves each warp's maximum in max_shared; other chunks
     // record none (NaN).
@@ -539,16 +585,35 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   }
 }
 
-// The L2 lines of the thread's values of a whole chunk (LoadChunk's
-// addresses): requested while the block still works on the chunk before,
-// so that chunk's reductions hide their DRAM latency.
+// A whole chunk's L2 lines (LoadChunk's addresses): requested while the
+// block still works on the chunk before, so that chunk's reductions hide
+// their DRAM latency. On sm_90 one bulk prefetch of the chunk's contiguous
+// bytes with LoadChunk's evict-first policy (a plain prefetch brings the
+// lines in at normal priority, which LoadChunk's hits do not lower: bf16
+// B=32 120.6 -> 116.9 us, B=128 407.8 -> 396.8, run 2 of
+// bench/sampling/results/2026-11-27-evict-first); elsewhere one prefetch a
+// thread and line.
 template <SampleDtype D>
 __device__ __forceinline__ void PrefetchChunk(const void* row_ptr, int32_t begin) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    // The bulk copy wants 16-byte bounds; 16-bit rows may start 8 bytes off
+    // one, and then the chunk's first and last 8 bytes are left to the loads.
+    const auto start = reinterpret_cast<uintptr_t>(row_ptr) + static_cast<uintptr_t>(begin) * SampleDtypeBytes(D);
+    const uintptr_t end = start + static_cast<uintptr_t>(rejection::kNormalizerChunk) * SampleDtypeBytes(D);
+    const uintptr_t first = (start + 15) & ~uintptr_t{15};
+    const uintptr_t last = end & ~uintptr_t{15};
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(first),
+                 "r"(static_cast<unsigned>(last - first)), "l"(EvictFirstPolicy())
+                 : "memory");
+  }
+#else
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
     const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
     asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(row_ptr) + int64_t{x} * SampleDtypeBytes(D)));
   }
+#endif
 }
 
 // RowPassKernel for large batches: one block per run of chunks_per_block
@@ -582,6 +647,7 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
   const float temperature = RowTemperature(a, slot);
   const bool greedy = !(temperature > 0.0f);
   const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
+  if (c_first == 0 && threadIdx.x == 0) a.scratch.row_inv_t[slot] = inv_t;
   for (int32_t c = c_first; c < c_end; ++c) {
     const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
@@ -637,8 +703,11 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
   for (int j = 0; j < kCombineChunksPerLane; ++j) {
     if (lane + 32 * j < a.num_chunks) mine[j] = LoadChunkStats(&chunks[lane + 32 * j]);
   }
-  const float temperature = RowTemperature(a, slot);
-  const float inv_t = temperature > 0.0f ? rejection::InverseTemperature(temperature) : 0.0f;
+  // The pass's 1/T, loaded with the chunks: looking the temperature up here
+  // (the offsets search, then the sequence's parameters) put two dependent
+  // round trips on the chain (fp32 B=8 -0.4 to -0.8 us, B=1 -0.4; run 2 of
+  // bench/sampling/results/2026-11-27-evict-first).
+  const float inv_t = __ldcg(&a.scratch.row_inv_t[slot]);
   MaxArg best{0.0f, -1};
   int32_t best_argmax = 0;
   bool bad = false;
@@ -1848,7 +1917,16 @@ struct Decision {
   int32_t next;     // greedy only
   int32_t drafted;  // x_k when k < gamma, else -1
   bool race;
+  // Exact logits: the normalizers of the rows the race samples (target row
+  // k; draft row k when k < gamma), as the deciding lane read them.
+  RowNormalizer target_norm;
+  RowNormalizer draft_norm;
 };
+
+__device__ __forceinline__ RowNormalizer ShuffleNorm(const RowNormalizer& n, int lane) {
+  return RowNormalizer{__shfl_sync(kFullMask, n.max, lane), __shfl_sync(kFullMask, n.argmax, lane),
+                       __shfl_sync(kFullMask, n.sum, lane), __shfl_sync(kFullMask, n.threshold, lane)};
+}
 
 // Log-probabilities: bounds on the exact weight ExpDet(v) from one MUFU ex2
 // (no polynomial), so the hopeless test costs a few instructions per element
@@ -1909,7 +1987,7 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
   const int64_t target_row0 = static_cast<int64_t>(first) + i;
   const int64_t draft_slot0 = a.num_target_rows + first;
   const DeviceRowNorm* norms = a.scratch.norms;
-  Decision d{kRejectionOk, -1, 0, -1, -1, false};
+  Decision d{kRejectionOk, -1, 0, -1, -1, false, RowNormalizer{}, RowNormalizer{}};
   if (rejection::SequenceParamsCode(Traits::kKind, Traits::kMethod, s) != kRejectionOk) {
     d.code = kRejectionBadSequenceParams;
     return d;
@@ -2002,6 +2080,14 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
       first_row_error = base + __ffs(row_mask) - 1;
       row_code_at_error = __shfl_sync(kFullMask, row_code, __ffs(row_mask) - 1);
     }
+    // The sampled rows' normalizers from the lane that read them (the first
+    // rejection's, else position gamma's), so the race's blocks do not read
+    // them again after the decision (a round trip on their chain).
+    if (Traits::kLogitsExact && first_reject < 0 && (reject_mask || gamma - base < 32)) {
+      const int source = reject_mask ? __ffs(reject_mask) - 1 : gamma - base;
+      d.target_norm = ShuffleNorm(tn.norm, source);
+      d.draft_norm = ShuffleNorm(dn.norm, source);
+    }
     if (first_reject < 0 && reject_mask) {
       first_reject = base + __ffs(reject_mask) - 1;
       drafted_at_reject = __shfl_sync(kFullMask, x, __ffs(reject_mask) - 1);
@@ -2020,7 +2106,7 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
     d.k = first_reject < 0 ? gamma : first_reject;
     d.drafted = first_reject < 0 ? -1 : drafted_at_reject;
     if (greedy) {
-      d.next = norms[target_row0 + d.k].norm.argmax;
+      d.next = d.target_norm.argmax;
     } else {
       d.race = true;
     }
@@ -2765,8 +2851,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
                                             detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
   share.draft_probability = share.target_probability;
   if (Traits::kLogitsExact) {
-    share.target_probability.norm = a.scratch.norms[target_row].norm;
-    if (use_draft_row) share.draft_probability.norm = a.scratch.norms[a.num_target_rows + first + k].norm;
+    share.target_probability.norm = d.target_norm;
+    if (use_draft_row) share.draft_probability.norm = d.draft_norm;
     // The bounds' per-row constants (LogitUpper, LogitLower): 1/Z within 0.1%, either side.
     const float scale = rejection::LogitScale(inv_t);
     const float target_inv = __frcp_rn(share.target_probability.norm.sum);
