@@ -1978,9 +1978,34 @@ __device__ __forceinline__ bool AcceptLogProbabilityDraft(double coin, float tv,
                                 has_draft_rows ? rejection::LogProbabilityToProbability(dv) : 1.0f);
 }
 
+// A lane's decision inputs for positions 0..31 (the draft token and the
+// values at it), read before the exact-logits race waits for the
+// normalizers: they are inputs, not the combine's output, so after the wait
+// the decision waits only for the normalizers.
+struct DecisionPreload {
+  int32_t x = 0;
+  float tv = 0.0f;
+  float dv = 1.0f;
+  bool loaded = false;
+};
+
+template <SampleDtype D>
+__device__ DecisionPreload PreloadDecision(const RejectionBatchInput& in, int32_t i, int32_t first, int32_t gamma) {
+  const int32_t pos = threadIdx.x % 32;
+  DecisionPreload p;
+  p.loaded = true;
+  const bool has_token = pos < gamma;
+  p.x = has_token ? in.draft_tokens[first + pos] : 0;
+  if (has_token && p.x >= 0 && p.x < in.vocab_size) {
+    p.tv = LoadOne<D>(SampledRowAddress(in, false, static_cast<int64_t>(first) + i + pos), p.x);
+    if (in.has_draft_probs) p.dv = LoadOne<D>(SampledRowAddress(in, true, first + pos), p.x);
+  }
+  return p;
+}
+
 template <SampleDtype D, RaceMode M>
 __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t gamma,
-                           const SequenceSamplingParams& s) {
+                           const SequenceSamplingParams& s, const DecisionPreload& preload) {
   using Traits = RaceModeTraits<M>;
   const RejectionBatchInput& in = a.in;
   const int32_t* draft = in.draft_tokens + first;
@@ -2009,12 +2034,16 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
   for (int32_t base = 0; base <= gamma; base += 32) {
     const int32_t pos = base + lane;
     const bool has_token = pos < gamma;
-    const int32_t x = has_token ? draft[pos] : 0;
+    const bool preloaded = base == 0 && preload.loaded;
+    const int32_t x = preloaded ? preload.x : has_token ? draft[pos] : 0;
     const bool token_bad = has_token && (x < 0 || x >= in.vocab_size);
     const bool read_values = has_token && !token_bad;
     float tv = 0.0f, dv = 1.0f;
     DeviceRowNorm tn{}, dn{};
-    if (read_values) {
+    if (preloaded) {
+      tv = preload.tv;
+      dv = preload.dv;
+    } else if (read_values) {
       tv = LoadOne<D>(SampledRowAddress(in, false, target_row0 + pos), x);
       if (in.has_draft_probs) dv = LoadOne<D>(SampledRowAddress(in, true, first + pos), x);
     }
@@ -2800,12 +2829,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
     }
   }
   // Exact logits: the decision waits for the normalizers, but the draft
-  // tokens and the values at them are inputs: warp 3 brings those values'
-  // lines into L2 meanwhile, so the decision's second round trip after the
-  // wait is an L2 hit, not a DRAM one. Compiled for that race only: in the
-  // others, behind a run-time test, it cost log-probabilities B=8 ~1% (run 6
-  // of bench/sampling/results/2026-11-27-onelaunch).
-  if (Traits::kLogitsExact && threadIdx.x >= 96 && threadIdx.x < 128) {
+  // tokens and the values at them are inputs, so warp 0 reads those of
+  // positions 0..31 before the wait (DecisionPreload: bf16 B=32 -1.3 us,
+  // B=8 -0.45, fp32 B=1 -0.25; run 1 of bench/sampling/results/
+  // 2026-11-27-tail), and for longer drafts warp 3 brings the values' lines
+  // of every position into L2 meanwhile, so those reads after the wait are
+  // L2 hits. Compiled for that race only: in the others, behind a run-time
+  // test, the prefetch cost log-probabilities B=8 ~1% (run 6 of
+  // bench/sampling/results/2026-11-27-onelaunch).
+  DecisionPreload preload;
+  if (Traits::kLogitsExact && threadIdx.x < 32) preload = PreloadDecision<D>(in, i, first, gamma);
+  if (Traits::kLogitsExact && gamma > 32 && threadIdx.x >= 96 && threadIdx.x < 128) {
     for (int32_t j = threadIdx.x % 32; j < gamma; j += 32) {
       const int32_t x = in.draft_tokens[first + j];
       if (x < 0 || x >= in.vocab_size) continue;
@@ -2825,7 +2859,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   // decision's instructions, and the race is instruction-bound); the barrier
   // also publishes block_bounds' initial value.
   if (threadIdx.x < 32) {
-    const Decision decided = Decide<D, M>(a, i, first, gamma, s);
+    const Decision decided = Decide<D, M>(a, i, first, gamma, s, preload);
     if (threadIdx.x == 0) {
       block_decision = decided;
       block_bounds = BlockBounds{0x7f800000u, 0x7f800000u};  // +inf
