@@ -378,7 +378,6 @@ __device__ float BlockMax(float m, float* shared) {
   return result;
 }
 
-// The thread's 16 values of a whole chunk (lane order of rejection_core.h).
 // The row pass streams every logits row once (83 MB at fp32 B=8, more than
 // the H100's 50 MB L2). With the default L2 policy that stream evicted what
 // runs next: the combine's and the race's code and the scratch they read,
@@ -415,6 +414,8 @@ __device__ __forceinline__ PackedQuad<D> LoadQuadEvictFirst(const PackedQuad<D>*
 #endif
 }
 
+// The thread's 16 values of a whole chunk (lane order of rejection_core.h),
+// read evict-first.
 template <SampleDtype D>
 __device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, float (&v)[kRounds][4]) {
   const uint64_t policy = EvictFirstPolicy();
