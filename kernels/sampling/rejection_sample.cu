@@ -1979,22 +1979,21 @@ __device__ __forceinline__ bool AcceptLogProbabilityDraft(double coin, float tv,
                                 has_draft_rows ? rejection::LogProbabilityToProbability(dv) : 1.0f);
 }
 
-// A lane's decision inputs for positions 0..31 (the draft token and the
-// values at it), read before the exact-logits race waits for the
-// normalizers: they are inputs, not the combine's output, so after the wait
-// the decision waits only for the normalizers.
-struct DecisionPreload {
+// A position's decision inputs: the draft token and the target and draft
+// values at it (0 and 1 where there is no token or it is out of range). The
+// exact-logits race reads those of positions 0..31 before it waits for the
+// normalizers (they are inputs, not the combine's output), so after the
+// wait its decision waits only for the normalizers.
+struct DecisionInputs {
   int32_t x = 0;
   float tv = 0.0f;
   float dv = 1.0f;
-  bool loaded = false;
 };
 
 template <SampleDtype D>
-__device__ DecisionPreload PreloadDecision(const RejectionBatchInput& in, int32_t i, int32_t first, int32_t gamma) {
-  const int32_t pos = threadIdx.x % 32;
-  DecisionPreload p;
-  p.loaded = true;
+__device__ __forceinline__ DecisionInputs LoadDecisionInputs(const RejectionBatchInput& in, int32_t i, int32_t first,
+                                                             int32_t gamma, int32_t pos) {
+  DecisionInputs p;
   const bool has_token = pos < gamma;
   p.x = has_token ? in.draft_tokens[first + pos] : 0;
   if (has_token && p.x >= 0 && p.x < in.vocab_size) {
@@ -2006,10 +2005,9 @@ __device__ DecisionPreload PreloadDecision(const RejectionBatchInput& in, int32_
 
 template <SampleDtype D, RaceMode M>
 __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t gamma,
-                           const SequenceSamplingParams& s, const DecisionPreload& preload) {
+                           const SequenceSamplingParams& s, const DecisionInputs& preloaded) {
   using Traits = RaceModeTraits<M>;
   const RejectionBatchInput& in = a.in;
-  const int32_t* draft = in.draft_tokens + first;
   const int64_t target_row0 = static_cast<int64_t>(first) + i;
   const int64_t draft_slot0 = a.num_target_rows + first;
   const DeviceRowNorm* norms = a.scratch.norms;
@@ -2035,19 +2033,13 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
   for (int32_t base = 0; base <= gamma; base += 32) {
     const int32_t pos = base + lane;
     const bool has_token = pos < gamma;
-    const bool preloaded = base == 0 && preload.loaded;
-    const int32_t x = preloaded ? preload.x : has_token ? draft[pos] : 0;
+    const DecisionInputs inputs =
+        (Traits::kLogitsExact && base == 0) ? preloaded : LoadDecisionInputs<D>(in, i, first, gamma, pos);
+    const int32_t x = inputs.x;
     const bool token_bad = has_token && (x < 0 || x >= in.vocab_size);
     const bool read_values = has_token && !token_bad;
-    float tv = 0.0f, dv = 1.0f;
+    const float tv = inputs.tv, dv = inputs.dv;
     DeviceRowNorm tn{}, dn{};
-    if (preloaded) {
-      tv = preload.tv;
-      dv = preload.dv;
-    } else if (read_values) {
-      tv = LoadOne<D>(SampledRowAddress(in, false, target_row0 + pos), x);
-      if (in.has_draft_probs) dv = LoadOne<D>(SampledRowAddress(in, true, first + pos), x);
-    }
     if (read_norms && pos <= gamma) {
       tn = norms[target_row0 + pos];
       if (in.has_draft_probs && has_token) dn = norms[draft_slot0 + pos];
@@ -2831,15 +2823,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   }
   // Exact logits: the decision waits for the normalizers, but the draft
   // tokens and the values at them are inputs, so warp 0 reads those of
-  // positions 0..31 before the wait (DecisionPreload: bf16 B=32 -1.3 us,
+  // positions 0..31 before the wait (LoadDecisionInputs: bf16 B=32 -1.3 us,
   // B=8 -0.45, fp32 B=1 -0.25; run 1 of bench/sampling/results/
   // 2026-11-27-tail), and for longer drafts warp 3 brings the values' lines
   // of every position into L2 meanwhile, so those reads after the wait are
   // L2 hits. Compiled for that race only: in the others, behind a run-time
   // test, the prefetch cost log-probabilities B=8 ~1% (run 6 of
   // bench/sampling/results/2026-11-27-onelaunch).
-  DecisionPreload preload;
-  if (Traits::kLogitsExact && threadIdx.x < 32) preload = PreloadDecision<D>(in, i, first, gamma);
+  DecisionInputs preloaded;
+  if (Traits::kLogitsExact && threadIdx.x < 32) preloaded = LoadDecisionInputs<D>(in, i, first, gamma, threadIdx.x % 32);
   if (Traits::kLogitsExact && gamma > 32 && threadIdx.x >= 96 && threadIdx.x < 128) {
     for (int32_t j = threadIdx.x % 32; j < gamma; j += 32) {
       const int32_t x = in.draft_tokens[first + j];
@@ -2860,7 +2852,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   // decision's instructions, and the race is instruction-bound); the barrier
   // also publishes block_bounds' initial value.
   if (threadIdx.x < 32) {
-    const Decision decided = Decide<D, M>(a, i, first, gamma, s, preload);
+    const Decision decided = Decide<D, M>(a, i, first, gamma, s, preloaded);
     if (threadIdx.x == 0) {
       block_decision = decided;
       block_bounds = BlockBounds{0x7f800000u, 0x7f800000u};  // +inf
