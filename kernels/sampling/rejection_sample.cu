@@ -415,17 +415,64 @@ __device__ __forceinline__ PackedQuad<D> LoadQuadEvictFirst(const PackedQuad<D>*
 }
 
 // The thread's 16 values of a whole chunk (lane order of rejection_core.h),
-// read evict-first.
+// read evict-first, as stored.
 template <SampleDtype D>
-__device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, float (&v)[kRounds][4]) {
+__device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, PackedQuad<D> (&raw)[kRounds]) {
   const uint64_t policy = EvictFirstPolicy();
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
     const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
-    UnpackQuad<D>(LoadQuadEvictFirst<D>(reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row_ptr) +
-                                                                              int64_t{x} * SampleDtypeBytes(D)),
-                                       policy),
-                  v[r]);
+    raw[r] = LoadQuadEvictFirst<D>(
+        reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row_ptr) + int64_t{x} * SampleDtypeBytes(D)),
+        policy);
+  }
+}
+
+// The largest and smallest of a thread's 16 stored values, NaN if any is.
+// 16-bit values on sm_80+: two at a time in their own format (max.NaN /
+// min.NaN on bf16x2 or f16x2 pairs, then one conversion each), half the
+// instructions of comparing them one at a time as floats in a pass that is
+// issue-bound on 16-bit rows. Conversion to float is exact and monotone, so
+// the results are the float comparisons' (but for the sign of a zero
+// maximum and NaN payloads: no weight or validity depends on either).
+template <SampleDtype D>
+__device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds], const float (&v)[kRounds][4],
+                                            float& m, float& low) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (D != SampleDtype::kFloat32) {
+    uint32_t hi = raw[0].x, lo = raw[0].x;
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (r == 0 && half == 0) continue;
+        const uint32_t pair = half == 0 ? raw[r].x : raw[r].y;
+        if constexpr (D == SampleDtype::kBFloat16) {
+          asm("max.NaN.bf16x2 %0, %0, %1;" : "+r"(hi) : "r"(pair));
+          asm("min.NaN.bf16x2 %0, %0, %1;" : "+r"(lo) : "r"(pair));
+        } else {
+          asm("max.NaN.f16x2 %0, %0, %1;" : "+r"(hi) : "r"(pair));
+          asm("min.NaN.f16x2 %0, %0, %1;" : "+r"(lo) : "r"(pair));
+        }
+      }
+    }
+    const PackedQuad<D> extremes{hi, lo};
+    float e[4];
+    UnpackQuad<D>(extremes, e);
+    m = MaxKeepingNaN(e[0], e[1]);
+    low = MinKeepingNaN(e[2], e[3]);
+    return;
+  }
+#endif
+  m = -kInfinity;
+  low = kInfinity;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      m = MaxKeepingNaN(m, v[r][i]);
+      low = MinKeepingNaN(low, v[r][i]);
+    }
   }
 }
 
@@ -437,17 +484,14 @@ __device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, fl
 // weight: z - (+0) and z - (-0) are equal or both 0), and the
 // weights the fixed-order lane sums of rejection_core.h. No argmax: only
 // greedy rows read it.
-__device__ __forceinline__ ChunkStats FullChunkStats(const float (&v)[kRounds][4], int32_t begin, float inv_t,
+template <SampleDtype D>
+__device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[kRounds], int32_t begin, float inv_t,
                                                      double* sum_shared, float* max_shared) {
-  float m = -kInfinity, low = kInfinity;
+  float v[kRounds][4];
 #pragma unroll
-  for (int r = 0; r < kRounds; ++r) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      m = MaxKeepingNaN(m, v[r][i]);
-      low = MinKeepingNaN(low, v[r][i]);
-    }
-  }
+  for (int r = 0; r < kRounds; ++r) UnpackQuad<D>(raw[r], v[r]);
+  float m, low;
+  ChunkMaxMin<D>(raw, v, m, low);
   // Validity without a per-element poison: a NaN makes both NaN, +inf the
   // maximum and -inf the minimum infinite.
   const bool bad = __syncthreads_or(!(detmath::IsFinite(m) && detmath::IsFinite(low)));
@@ -566,13 +610,13 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
   const bool full = a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
                     end - begin == rejection::kNormalizerChunk;
-  float v[kRounds][4];
-  if (full) LoadChunk<D>(row_ptr, begin, v);
+  PackedQuad<D> raw[kRounds];
+  if (full) LoadChunk<D>(row_ptr, begin, raw);
   const float temperature = RowTemperature(a, slot);
   const bool greedy = !(temperature > 0.0f);
   const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
   const ChunkStats stats = (full && !greedy)
-                               ? FullChunkStats(v, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
+                               ? FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
                                : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
   if (threadIdx.x == 0) {
     a.scratch.chunks[slot * a.num_chunks + c] = stats;
@@ -653,11 +697,11 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
     const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
     const bool full = is_full(c);
-    float v[kRounds][4];
-    if (full) LoadChunk<D>(row_ptr, begin, v);
+    PackedQuad<D> raw[kRounds];
+    if (full) LoadChunk<D>(row_ptr, begin, raw);
     if (c + 1 < c_end && is_full(c + 1)) PrefetchChunk<D>(row_ptr, begin + rejection::kNormalizerChunk);
     const ChunkStats stats = (full && !greedy)
-                                 ? FullChunkStats(v, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
+                                 ? FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
                                  : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
     if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
     if (a.targets_last && !is_draft) {
