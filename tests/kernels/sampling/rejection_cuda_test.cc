@@ -796,6 +796,51 @@ TEST_F(RejectionCudaTest, RowPassRunsOfSeveralChunksMatch) {
   }
 }
 
+// The 16-bit row pass takes each thread's maximum and minimum on packed
+// pairs (max.NaN / min.NaN on bf16x2 or f16x2): +inf (the maximum), -inf
+// (the minimum) and NaN (both) in whole chunks that no decision reads, in
+// target and draft rows, must each make the sequence's outcome the
+// reference's invalid-value error, and the other sequences' outcomes stay
+// the reference's.
+TEST_F(RejectionCudaTest, SixteenBitPassFindsInfinitiesAndNaNsInWholeChunks) {
+  struct Bits {
+    uint16_t plus_inf, minus_inf, nan;
+  };
+  uint64_t seed = 9300;
+  for (SampleDtype dtype : {SampleDtype::kBFloat16, SampleDtype::kFloat16}) {
+    const Bits bits = dtype == SampleDtype::kBFloat16 ? Bits{0x7f80, 0xff80, 0x7fc0} : Bits{0x7c00, 0xfc00, 0x7e00};
+    constexpr int32_t kVocab = 4096 * 6;
+    SamplingWorkloadOptions o = MixedWorkload(SampleValueKind::kLogits, dtype, /*draft=*/true, 9, kVocab, 4, ++seed);
+    auto w = GenerateSamplingWorkload(o);
+    ASSERT_TRUE(w.ok());
+    const int64_t row_bytes = int64_t{kVocab} * SampleDtypeBytes(dtype);
+    // Element `x` of row `row` (a target row, or a draft row), moved off the
+    // position's drafted token so that only the pass reads it.
+    const auto poke = [&](bool draft, int64_t row, int32_t drafted, int32_t x, uint16_t value) {
+      if (x == drafted) ++x;
+      std::byte* base = reinterpret_cast<std::byte*>(draft ? w->draft_values.data() : w->target_values.data());
+      std::memcpy(base + row * row_bytes + int64_t{x} * 2, &value, sizeof(value));
+    };
+    const auto drafted = [&](int32_t i, int32_t j) {
+      return j < w->gamma(i) ? w->draft_tokens[w->draft_offsets[i] + j] : -1;
+    };
+    // Sequence 1: +inf in target row 0, chunk 1. 3: -inf in draft row 0,
+    // chunk 4. 5: NaN in the bonus row, chunk 2. 7: -inf in target row 0,
+    // chunk 5 (the row's last whole chunk).
+    poke(false, w->draft_offsets[1] + 1, drafted(1, 0), 1 * 4096 + 11, bits.plus_inf);
+    poke(true, w->draft_offsets[3], drafted(3, 0), 4 * 4096 + 300, bits.minus_inf);
+    poke(false, w->draft_offsets[5] + 5 + w->gamma(5), drafted(5, w->gamma(5)), 2 * 4096 + 2047, bits.nan);
+    poke(false, w->draft_offsets[7] + 7, drafted(7, 0), 5 * 4096 + 4095 - 1, bits.minus_inf);
+    const RejectionBatchInput in = w->input();
+    const RejectionHostOutputs cpu = RunCpu(in);
+    for (int32_t i : {1, 5, 7}) EXPECT_EQ(cpu.status_codes[i], kRejectionBadTargetValue) << "sequence " << i;
+    EXPECT_EQ(cpu.status_codes[3], kRejectionBadDraftValue);
+    for (int32_t i : {0, 2, 4, 6, 8}) EXPECT_EQ(cpu.status_codes[i], kRejectionOk) << "sequence " << i;
+    DeviceRunner runner;
+    ExpectSameOutputs(runner.Run(in), cpu, absl::StrCat("dtype ", static_cast<int>(dtype)));
+  }
+}
+
 // The race's plan (blocks per SM, hence shares per sequence and which
 // compiled occupancy runs) changes only the speed: 1 and 2 blocks take the
 // kernel compiled for 2 per SM, 3 the one compiled for 3 (80 registers), which
