@@ -2871,14 +2871,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   // positions 0..31 before the wait (LoadDecisionInputs: bf16 B=32 -1.3 us,
   // B=8 -0.45, fp32 B=1 -0.25; run 1 of bench/sampling/results/
   // 2026-11-27-tail), and for longer drafts warp 3 brings the values' lines
-  // of every position into L2 meanwhile, so those reads after the wait are
+  // of positions 32 on into L2 meanwhile, so those reads after the wait are
   // L2 hits. Compiled for that race only: in the others, behind a run-time
   // test, the prefetch cost log-probabilities B=8 ~1% (run 6 of
   // bench/sampling/results/2026-11-27-onelaunch).
   DecisionInputs preloaded;
   if (Traits::kLogitsExact && threadIdx.x < 32) preloaded = LoadDecisionInputs<D>(in, i, first, gamma, threadIdx.x % 32);
   if (Traits::kLogitsExact && gamma > 32 && threadIdx.x >= 96 && threadIdx.x < 128) {
-    for (int32_t j = threadIdx.x % 32; j < gamma; j += 32) {
+    for (int32_t j = 32 + threadIdx.x % 32; j < gamma; j += 32) {  // 0..31: warp 0's preload
       const int32_t x = in.draft_tokens[first + j];
       if (x < 0 || x >= in.vocab_size) continue;
       const int64_t offset = int64_t{x} * SampleDtypeBytes(in.dtype);

@@ -796,6 +796,39 @@ TEST_F(RejectionCudaTest, RowPassRunsOfSeveralChunksMatch) {
   }
 }
 
+// Drafts longer than a warp: the decision takes positions 32 on in a second
+// round of its lanes (the exact-logits race preloads only 0..31, and warp 3
+// prefetches the rest), so acceptance past position 31, a bonus row at
+// gamma >= 32 and a draft id out of range at the last position (>= 32) must
+// give the reference's outputs. With draft rows, identical draft and target
+// rows (shape i % 4 == 3) accept every position.
+TEST_F(RejectionCudaTest, DraftsLongerThanAWarpMatch) {
+  uint64_t seed = 9400;
+  for (SampleValueKind kind : {SampleValueKind::kLogits, SampleValueKind::kProbabilities}) {
+    for (SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16}) {
+      for (bool draft : {true, false}) {
+        SamplingWorkloadOptions o = MixedWorkload(kind, dtype, draft, 12, 4099, 40, ++seed);
+        o.gamma_min = 33;
+        auto w = GenerateSamplingWorkload(o);
+        ASSERT_TRUE(w.ok());
+        const int32_t last = w->gamma(5) - 1;
+        w->draft_tokens[w->draft_offsets[5] + last] = o.vocab_size + 1;
+        const RejectionBatchInput in = w->input();
+        const RejectionHostOutputs cpu = RunCpu(in);
+        EXPECT_EQ(cpu.status_codes[5], kRejectionDraftTokenOutOfRange);
+        EXPECT_EQ(cpu.error_positions[5], last);
+        if (draft) {
+          for (int32_t i : {3, 7, 11}) EXPECT_EQ(cpu.accepted_lengths[i], w->gamma(i)) << "sequence " << i;
+        }
+        DeviceRunner runner;
+        ExpectSameOutputs(runner.Run(in), cpu,
+                          absl::StrCat("kind ", static_cast<int>(kind), " dtype ", static_cast<int>(dtype),
+                                       draft ? " draft rows" : " one-hot"));
+      }
+    }
+  }
+}
+
 // The 16-bit row pass takes each thread's maximum and minimum on packed
 // pairs (max.NaN / min.NaN on bf16x2 or f16x2): +inf (the maximum), -inf
 // (the minimum) and NaN (both) in whole chunks that no decision reads, in
