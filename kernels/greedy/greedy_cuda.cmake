@@ -10,6 +10,7 @@ if(SPECVERIFY_HAVE_CUDA)
 
   add_library(specverify_kernels_greedy_cuda
     ${CMAKE_CURRENT_LIST_DIR}/greedy_cuda.cu
+    ${CMAKE_CURRENT_LIST_DIR}/greedy_planned_pack.cu
     ${CMAKE_CURRENT_LIST_DIR}/greedy_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/../layout/row_copy.cu
   )

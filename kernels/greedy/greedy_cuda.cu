@@ -37,10 +37,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/greedy/greedy_cuda.h"
+#include "kernels/greedy/block_copy.cuh"
 #include "kernels/greedy/greedy_pdl.cuh"
 
 namespace specverify {
 namespace {
+
+using greedy_copy::BlockCopyContiguous;
+using greedy_copy::DispatchVector;
+using greedy_copy::kCopyUnroll;
+using greedy_copy::VecType;
 
 constexpr int kWarpSize = 32;
 constexpr unsigned kFullMask = 0xffffffffu;
@@ -57,8 +63,6 @@ constexpr int kNaiveThreadsPerBlock = 128;
 // (same per-block byte budget as the fused tiles, so both paths are compared
 // at equal parallelism).
 constexpr int kPackThreadsPerBlock = 256;
-// Copy loops keep this many independent vector loads in flight per thread.
-constexpr int kCopyUnroll = 8;
 
 // Look-back status word, published with one 64-bit store so a reader never
 // sees a flag without its value:
@@ -161,44 +165,6 @@ __device__ __forceinline__ void WriteVerifyOutputs(const GreedyBatchOutput& out,
   out.accepted_lengths[seq] = k;
   out.next_tokens[seq] = next;
   out.mismatch[seq] = k < gamma ? 1 : 0;
-}
-
-template <int kVec>
-struct VecType;
-template <>
-struct VecType<16> { using type = uint4; };
-template <>
-struct VecType<8> { using type = uint2; };
-template <>
-struct VecType<4> { using type = uint32_t; };
-template <>
-struct VecType<2> { using type = uint16_t; };
-template <>
-struct VecType<1> { using type = uint8_t; };
-
-// Copies `units` vectors from src to dst, threads of a block striding, with
-// kCopyUnroll loads in flight before the stores. Both pointers kVec-aligned.
-template <int kVec, int kThreads>
-__device__ __forceinline__ void BlockCopyContiguous(
-    const std::byte* __restrict__ src, std::byte* __restrict__ dst,
-    int64_t units) {
-  using V = typename VecType<kVec>::type;
-  const V* s = reinterpret_cast<const V*>(src);
-  V* d = reinterpret_cast<V*>(dst);
-  for (int64_t base = threadIdx.x; base < units;
-       base += int64_t{kThreads} * kCopyUnroll) {
-    V v[kCopyUnroll];
-#pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const int64_t i = base + int64_t{u} * kThreads;
-      if (i < units) v[u] = s[i];
-    }
-#pragma unroll
-    for (int u = 0; u < kCopyUnroll; ++u) {
-      const int64_t i = base + int64_t{u} * kThreads;
-      if (i < units) d[i] = v[u];
-    }
-  }
 }
 
 // --- Verify-only kernels ------------------------------------------------------
@@ -786,24 +752,7 @@ __global__ void __launch_bounds__(kFusedThreadsPerBlock, kFusedMinBlocksPerSm)
 // Widest access (16, 8, 4, 2, 1 bytes) that divides row_bytes and both base
 // addresses, so every row of both buffers starts aligned for it.
 int CopyVectorBytes(const GreedyVerifyParams& p) {
-  const auto a = reinterpret_cast<uintptr_t>(p.input.draft_kv);
-  const auto c = reinterpret_cast<uintptr_t>(p.output.packed_kv);
-  const auto rb = static_cast<uint64_t>(p.input.row_bytes);
-  int vec = 16;
-  while (vec > 1 && ((rb | a | c) % static_cast<uint64_t>(vec)) != 0) vec /= 2;
-  return vec;
-}
-
-template <template <int> class Launch, typename... Args>
-cudaError_t DispatchVector(int vec, Args&&... args) {
-  switch (vec) {
-    case 16: return Launch<16>::Run(args...);
-    case 8: return Launch<8>::Run(args...);
-    case 4: return Launch<4>::Run(args...);
-    case 2: return Launch<2>::Run(args...);
-    case 1: return Launch<1>::Run(args...);
-    default: return cudaErrorInvalidValue;
-  }
+  return greedy_copy::CopyVectorBytes(p.input.draft_kv, p.output.packed_kv, p.input.row_bytes);
 }
 
 // Blocks of the fused kernel the device holds at once (occupancy x SMs),

@@ -1,13 +1,16 @@
 // Parity of every CUDA greedy path (fused, two-step, naive two-step, the
-// verify-only kernels, the dispatcher, CUDA-graph replays) with the CPU
+// verify-only kernels, the dispatcher, CUDA-graph replays, and the
+// host-decided pack of greedy_planned_pack.h) with the CPU
 // reference ReferenceGreedyVerifyPack, bit for bit, over the foundation grid,
 // the ragged mixes and random ragged batches. Device outputs are poisoned
 // before every run so an unwritten element, or a byte written past the
 // accepted rows, is caught. Without a CUDA device every test skips visibly.
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "kernels/common/cuda_status.h"
 #include "kernels/greedy/greedy_cuda.h"
 #include "kernels/greedy/greedy_dispatch.h"
+#include "kernels/greedy/greedy_planned_pack.h"
 #include "kernels/greedy/greedy_reference.h"
 #include "kernels/workload/greedy_workload.h"
 #include "kernels/workload/random.h"
@@ -115,6 +119,36 @@ void ExpectParity(const GreedyWorkload& w) {
     EXPECT_TRUE(testing::BytesEqual(packed.first(packed_bytes),
                                     want.first(packed_bytes)));
     EXPECT_TRUE(testing::AllBytesAre(packed.subspan(packed_bytes), kDevicePoison));
+  }
+  // The host-decided pack: the host's decision is the reference's phases 1
+  // and 2 (`expected`), the device copies. It writes the packed rows only.
+  if (w.row_bytes() > 0) {
+    SCOPED_TRACE("path planned_pack");
+    ASSERT_THAT(device->Poison(), IsOk());
+    const GreedyVerifyParams& v = device->view().params;
+    const int32_t b = w.num_sequences();
+    ASSERT_EQ(cudaMemcpy(v.output.packed_row_offsets, expected.packed_row_offsets.data(),
+                         sizeof(int32_t) * (b + 1), cudaMemcpyHostToDevice),
+              cudaSuccess);
+    GreedyPlannedPack pack;
+    pack.num_sequences = b;
+    pack.draft_offsets = v.input.draft_offsets;
+    pack.packed_row_offsets = v.output.packed_row_offsets;
+    pack.draft_kv = v.input.draft_kv;
+    pack.row_bytes = v.input.row_bytes;
+    pack.packed_kv = v.output.packed_kv;
+    for (int32_t k : expected.accepted_lengths) pack.max_accepted = std::max(pack.max_accepted, k);
+    ASSERT_THAT(ValidateGreedyPlannedPack(pack), IsOk());
+    ASSERT_EQ(LaunchGreedyPlannedPack(pack, nullptr), cudaSuccess);
+    absl::StatusOr<GreedyHostOutputs> got = device->Download();
+    ASSERT_THAT(got.status(), IsOk());
+    const std::span<const std::byte> packed(got->packed_kv);
+    const std::span<const std::byte> want(expected.packed_kv);
+    EXPECT_TRUE(testing::BytesEqual(packed.first(packed_bytes), want.first(packed_bytes)));
+    EXPECT_TRUE(testing::AllBytesAre(packed.subspan(packed_bytes), kDevicePoison));
+    EXPECT_THAT(got->packed_row_offsets, ElementsAreArray(expected.packed_row_offsets));
+    EXPECT_TRUE(testing::AllBytesAre(std::as_bytes(std::span(got->accepted_lengths)),
+                                     kDevicePoison));
   }
   // The construction oracle agrees with the reference (guards the oracle
   // path of this test itself).
@@ -321,6 +355,79 @@ TEST(GreedyCudaScratchTest, LaunchRefusesBatchLargerThanScratchLimits) {
     EXPECT_EQ(LaunchGreedyVerifyPack(device->view(), path, scratch->view, nullptr),
               cudaErrorInvalidValue);
   }
+}
+
+// The host-decided pack's host-side checks name the field and its limit,
+// and the launcher refuses what they refuse (no device needed: nothing is
+// launched).
+TEST(GreedyPlannedPackTest, ValidationNamesTheFieldAndLaunchRefuses) {
+  std::vector<int32_t> offsets = {0, 2};
+  std::byte rows[64] = {};
+  std::byte packed[64] = {};
+  GreedyPlannedPack ok;
+  ok.num_sequences = 1;
+  ok.draft_offsets = offsets.data();
+  ok.packed_row_offsets = offsets.data();
+  ok.draft_kv = rows;
+  ok.row_bytes = 32;
+  ok.packed_kv = packed;
+  ok.max_accepted = 2;
+  EXPECT_THAT(ValidateGreedyPlannedPack(ok), IsOk());
+  struct Case {
+    const char* field;
+    std::function<void(GreedyPlannedPack&)> spoil;
+  };
+  const Case cases[] = {
+      {"num_sequences 0 outside [1, 4096]", [](GreedyPlannedPack& p) { p.num_sequences = 0; }},
+      {"num_sequences 4097", [](GreedyPlannedPack& p) { p.num_sequences = kMaxBatchSequences + 1; }},
+      {"row_bytes 0 outside [1, ", [](GreedyPlannedPack& p) { p.row_bytes = 0; }},
+      {"row_bytes 268435457", [](GreedyPlannedPack& p) { p.row_bytes = kMaxGreedyRowBytes + 1; }},
+      {"max_accepted -1", [](GreedyPlannedPack& p) { p.max_accepted = -1; }},
+      {"max_accepted 257 outside [0, 256]", [](GreedyPlannedPack& p) { p.max_accepted = kMaxDraftTokens + 1; }},
+      {"must all be set", [](GreedyPlannedPack& p) { p.packed_row_offsets = nullptr; }},
+      {"must all be set", [](GreedyPlannedPack& p) { p.draft_kv = nullptr; }},
+  };
+  for (const Case& c : cases) {
+    GreedyPlannedPack bad = ok;
+    c.spoil(bad);
+    EXPECT_THAT(ValidateGreedyPlannedPack(bad),
+                testing::StatusIs(absl::StatusCode::kInvalidArgument,
+                                  ::testing::HasSubstr(c.field)));
+    EXPECT_EQ(LaunchGreedyPlannedPack(bad, nullptr), cudaErrorInvalidValue) << c.field;
+  }
+}
+
+// Nothing accepted anywhere: no launch, not a byte of the packed buffer
+// written.
+TEST(GreedyPlannedPackTest, NothingAcceptedWritesNothing) {
+  SKIP_WITHOUT_CUDA();
+  GreedyWorkloadOptions o;
+  o.num_sequences = 40;
+  o.gamma_min = o.gamma_max = 8;
+  o.alpha = 0.0;
+  o.row_bytes = 4096;
+  absl::StatusOr<GreedyWorkload> w = GenerateGreedyWorkload(o);
+  ASSERT_THAT(w.status(), IsOk());
+  ASSERT_EQ(w->expected.packed_row_offsets.back(), 0);
+  absl::StatusOr<DeviceGreedyBatch> device = DeviceGreedyBatch::Upload(*w);
+  ASSERT_THAT(device.status(), IsOk());
+  ASSERT_THAT(device->Poison(), IsOk());
+  const GreedyVerifyParams& v = device->view().params;
+  ASSERT_EQ(cudaMemcpy(v.output.packed_row_offsets, w->expected.packed_row_offsets.data(),
+                       sizeof(int32_t) * (o.num_sequences + 1), cudaMemcpyHostToDevice),
+            cudaSuccess);
+  GreedyPlannedPack pack;
+  pack.num_sequences = o.num_sequences;
+  pack.draft_offsets = v.input.draft_offsets;
+  pack.packed_row_offsets = v.output.packed_row_offsets;
+  pack.draft_kv = v.input.draft_kv;
+  pack.row_bytes = v.input.row_bytes;
+  pack.packed_kv = v.output.packed_kv;
+  pack.max_accepted = 0;
+  ASSERT_EQ(LaunchGreedyPlannedPack(pack, nullptr), cudaSuccess);
+  absl::StatusOr<GreedyHostOutputs> got = device->Download();
+  ASSERT_THAT(got.status(), IsOk());
+  EXPECT_TRUE(testing::AllBytesAre(got->packed_kv, kDevicePoison));
 }
 
 }  // namespace
