@@ -1,7 +1,9 @@
 // Greedy verify-and-pack benchmark (issue #4): every CUDA path, the
-// dispatcher, CUDA-graph replays, the launch floor (empty kernel) and the
-// bandwidth floor (device-to-device copy of the same packed bytes), side by
-// side over seed 000's grid extended to b <= 4096 and gamma <= 256.
+// dispatcher, CUDA-graph replays, the host-decided pack the server runs for
+// greedy chains (greedy_planned_pack.h: device time of its one launch, and
+// the host decision's CPU time beside it), the launch floor (empty kernel)
+// and the bandwidth floor (device-to-device copy of the same packed bytes),
+// side by side over seed 000's grid extended to b <= 4096 and gamma <= 256.
 //
 // Timing: device time per batch with CUDA events. A spin kernel holds the
 // stream while the host queues a chunk of iterations, each between two
@@ -16,6 +18,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -31,6 +34,8 @@
 #include "kernels/common/status_macros.h"
 #include "kernels/greedy/greedy_cuda.h"
 #include "kernels/greedy/greedy_dispatch.h"
+#include "kernels/greedy/greedy_planned_pack.h"
+#include "kernels/greedy/greedy_reference.h"
 #include "kernels/workload/greedy_workload.h"
 
 namespace specverify::bench {
@@ -134,7 +139,66 @@ struct BenchBatch {
   std::vector<DeviceBuffer> buffers;
   int64_t packed_bytes = 0;
   int64_t expected_total_rows = 0;
+  // The host's decision for the host-decided pack: its packed offsets on the
+  // device (as the server stages them) and the longest accepted run.
+  const int32_t* planned_offsets = nullptr;
+  int32_t max_accepted = 0;
 };
+
+// The host decision the server makes per greedy chain batch (acceptance and
+// packed offsets from the tokens), timed on this host's CPU: median over
+// `runs` samples of the mean of 100 decisions.
+Stats TimeHostDecision(const GreedyWorkload& w, int runs) {
+  const int32_t b = w.num_sequences();
+  std::vector<int32_t> accepted(b), next(b), offsets(b + 1);
+  std::vector<uint8_t> mismatch(b);
+  GreedyVerifyParams p;
+  p.input = w.input();
+  p.input.draft_kv = nullptr;
+  p.input.row_bytes = 0;
+  p.output = {accepted.data(), next.data(), mismatch.data(), offsets.data(), nullptr};
+  constexpr int kReps = 100;
+  std::vector<float> ms;
+  for (int r = 0; r < runs; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kReps; ++i) {
+      ReferenceGreedyVerifyRange(p, 0, b);
+      ReferencePackedRowOffsets(p);
+    }
+    const std::chrono::duration<double, std::milli> took = std::chrono::steady_clock::now() - start;
+    ms.push_back(static_cast<float>(took.count() / kReps));
+  }
+  return Summarize(std::move(ms));
+}
+
+// The packed bytes of the host-decided pack against the fused path's, for
+// copy 0 (both write the same output buffer).
+absl::Status CheckPlannedAgainstFused(const BenchBatch& bb, const GreedyScratch& scratch,
+                                      cudaStream_t stream) {
+  if (bb.packed_bytes == 0) return absl::OkStatus();
+  const GreedyDeviceBatch& batch = bb.copies[0];
+  std::vector<std::byte> fused(bb.packed_bytes), planned(bb.packed_bytes);
+  SV_CUDA_RETURN_IF_ERROR(LaunchGreedyVerifyPack(batch, GreedyPath::kFused, scratch, stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(fused.data(), batch.params.output.packed_kv,
+                                          bb.packed_bytes, cudaMemcpyDeviceToHost, stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(batch.params.output.packed_kv, 0, bb.packed_bytes, stream));
+  GreedyPlannedPack pack;
+  pack.num_sequences = batch.params.input.num_sequences;
+  pack.draft_offsets = batch.params.input.draft_offsets;
+  pack.packed_row_offsets = bb.planned_offsets;
+  pack.draft_kv = batch.params.input.draft_kv;
+  pack.row_bytes = batch.params.input.row_bytes;
+  pack.packed_kv = batch.params.output.packed_kv;
+  pack.max_accepted = bb.max_accepted;
+  SV_CUDA_RETURN_IF_ERROR(LaunchGreedyPlannedPack(pack, stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(planned.data(), batch.params.output.packed_kv,
+                                          bb.packed_bytes, cudaMemcpyDeviceToHost, stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  if (fused != planned) {
+    return absl::InternalError("host_decided: packed bytes differ from the fused path's");
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<BenchBatch> Prepare(const GreedyWorkload& w, int64_t row_bytes,
                                    int copies, cudaStream_t stream) {
@@ -193,6 +257,11 @@ absl::StatusOr<BenchBatch> Prepare(const GreedyWorkload& w, int64_t row_bytes,
   }
   bb.expected_total_rows = w.expected.packed_row_offsets.back();
   bb.packed_bytes = bb.expected_total_rows * row_bytes;
+  SV_ASSIGN_OR_RETURN(void* planned, alloc(sizeof(int32_t) * (b + 1)));
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpy(planned, w.expected.packed_row_offsets.data(),
+                                     sizeof(int32_t) * (b + 1), cudaMemcpyHostToDevice));
+  bb.planned_offsets = static_cast<const int32_t*>(planned);
+  for (int32_t k : w.expected.accepted_lengths) bb.max_accepted = std::max(bb.max_accepted, k);
   SV_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   return bb;
 }
@@ -244,10 +313,11 @@ absl::Status Run(const Options& opt) {
   std::fprintf(csv,
                "b,gamma,alpha,row_bytes,packed_bytes,draft_kv_bytes,copies,"
                "path,median_us,p95_us,mean_us,tau_bytes,dispatch_choice\n");
-  std::printf("\n%5s %4s %4s %5s %10s | %8s %8s %8s %8s %8s %8s %8s %8s | %8s %8s %8s | %6s\n",
+  std::printf("\n%5s %4s %4s %5s %10s | %8s %8s %8s %8s %8s %8s %8s %8s | %8s %8s %8s | %6s"
+              " | %8s %8s %6s\n",
               "b", "gam", "alph", "row", "packedKB", "fused", "twostep", "naive2s",
               "dispatch", "g_fused", "g_2step", "copy", "empty", "fus_b2b", "cp_b2b",
-              "emp_b2b", "cp/fus");
+              "emp_b2b", "cp/fus", "hostdec", "hd_cpu", "cp/hd");
 
   std::vector<int> batch_sizes = {1, 4, 16, 32, 256, 1024, 4096};
   std::vector<int> gammas = {4, 8, 16, 32, 64, 128, 256};
@@ -285,7 +355,8 @@ absl::Status Run(const Options& opt) {
             SV_ASSIGN_OR_RETURN(Stats s, TimeIt(fn, copies, opt.runs, stream));
             results.push_back({label, s});
             if (label == "fused" || label == "two_step" || label == "dispatch" ||
-                label == "graph_fused" || label == "d2d_copy" || label == "empty_kernel") {
+                label == "graph_fused" || label == "d2d_copy" || label == "empty_kernel" ||
+                label == "host_decided") {
               SV_ASSIGN_OR_RETURN(Stats m, TimeBackToBack(fn, copies, opt.runs, stream));
               results.push_back({label + "_b2b", m});
             }
@@ -320,6 +391,23 @@ absl::Status Run(const Options& opt) {
             SV_RETURN_IF_ERROR(CheckTotal(bb, "graph"));
             for (cudaGraphExec_t e : execs) cudaGraphExecDestroy(e);
           }
+          if (row_bytes > 0) {
+            // What the server runs for a greedy chain batch: the host decided
+            // (timed below on the CPU), the device copies the accepted rows.
+            SV_RETURN_IF_ERROR(time_path("host_decided", [&](int c) {
+              GreedyPlannedPack pack;
+              pack.num_sequences = b;
+              pack.draft_offsets = bb.copies[c].params.input.draft_offsets;
+              pack.packed_row_offsets = bb.planned_offsets;
+              pack.draft_kv = bb.copies[c].params.input.draft_kv;
+              pack.row_bytes = row_bytes;
+              pack.packed_kv = bb.copies[c].params.output.packed_kv;
+              pack.max_accepted = bb.max_accepted;
+              return LaunchGreedyPlannedPack(pack, stream);
+            }));
+            SV_RETURN_IF_ERROR(CheckPlannedAgainstFused(bb, scratch.view, stream));
+          }
+          results.push_back({"host_decision_cpu", TimeHostDecision(w, opt.runs)});
           for (GreedyScanKernel k : {GreedyScanKernel::kNaive, GreedyScanKernel::kBallot}) {
             SV_RETURN_IF_ERROR(time_path(
                 k == GreedyScanKernel::kNaive ? "scan_naive" : "scan_ballot",
@@ -349,13 +437,16 @@ absl::Status Run(const Options& opt) {
                          GreedyPathName(choice));
           }
           std::fflush(csv);
-          std::printf("%5d %4d %4.1f %5ld %10.1f | %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2f\n",
+          std::printf("%5d %4d %4.1f %5ld %10.1f | %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f | %8.2f %8.2f %8.2f | %6.2f"
+                      " | %8.2f %8.2f %6.2f\n",
                       b, gamma, alpha, static_cast<long>(row_bytes),
                       bb.packed_bytes / 1024.0, med("fused"), med("two_step"),
                       med("naive_two_step"), med("dispatch"), med("graph_fused"),
                       med("graph_two_step"), med("d2d_copy"), med("empty_kernel"),
                       med("fused_b2b"), med("d2d_copy_b2b"), med("empty_kernel_b2b"),
-                      med("fused") > 0 ? med("d2d_copy") / med("fused") : 0.0);
+                      med("fused") > 0 ? med("d2d_copy") / med("fused") : 0.0,
+                      med("host_decided"), med("host_decision_cpu"),
+                      med("host_decided") > 0 ? med("d2d_copy") / med("host_decided") : 0.0);
           std::fflush(stdout);
         }
       }
