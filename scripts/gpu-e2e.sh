@@ -161,10 +161,11 @@ def delta(tag):
     seqs = total("specverify_batch_size_sequences_sum")
     fused = total('specverify_batches_total{path="fused"')
     two = total('specverify_batches_total{path="two_step"')
+    host = total('specverify_batches_total{path="host_decided"')
     dev_s = total("specverify_batch_device_seconds_sum")
     dev_n = total("specverify_batch_device_seconds_count")
     return dict(batch_seqs=seqs / batches if batches else float("nan"),
-                mix=f"{fused:.0f}/{two:.0f}" if fused + two else "-",
+                mix=f"{host:.0f}/{fused:.0f}/{two:.0f}" if host + fused + two else "-",
                 dev_us=1e6 * dev_s / dev_n if dev_n else float("nan"))
 
 def load(tag):
@@ -187,7 +188,7 @@ def row(name, rows, c, kv):
             f"{m['batch_seqs']:.1f} | {m['mix']} | {m['dev_us']:.1f} | {l['ok']} | "
             f"{l['fetches']} | {l['wrong']}/{l['kvbad']}/{l['errors']} |"), l
 
-print("| row B | conc | backend | req/s | p50 µs | p99 µs | seqs/batch | fused/two-step batches | device µs/batch | answers checked | KV fetched+checked | wrong/KV-bad/RPC-err |")
+print("| row B | conc | backend | req/s | p50 µs | p99 µs | seqs/batch | host-decided/fused/two-step batches | device µs/batch | answers checked | KV fetched+checked | wrong/KV-bad/RPC-err |")
 print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for rows in (512, 4096):
     for c in (1, 8, 64, 256):
@@ -199,7 +200,7 @@ print("Target check, concurrency 64, one RPC per answer: KV inline (the packed r
 print("the answer and are checked) and KV none (rows staged and packed on the device, not")
 print("returned: the same bytes on the wire as the no-op ceiling). gpu4 = --cuda_slots=4.")
 print()
-print("| row B | KV | backend | req/s | p50 µs | p99 µs | seqs/batch | fused/two-step | GPU µs/batch | wrong/KV-bad/RPC-err |")
+print("| row B | KV | backend | req/s | p50 µs | p99 µs | seqs/batch | host/fused/two-step | GPU µs/batch | wrong/KV-bad/RPC-err |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for rows in (512, 4096):
     for kv in ("inline", "none"):

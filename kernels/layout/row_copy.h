@@ -5,7 +5,10 @@
 //    gets them copied, on the device, into the contiguous draft_kv layout of
 //    kernels/layout/ragged_batch.h. The verify-and-pack kernels then run
 //    unchanged; their fused path streams a tile's rows as one contiguous run
-//    (TMA bulk loads), which rows scattered over regions cannot offer.
+//    (TMA bulk loads), which rows scattered over regions cannot offer. When
+//    the host already decided the batch (greedy_planned_pack.h), the same
+//    gather over the packed offsets copies only the accepted rows, straight
+//    to their packed place.
 //  * Deliver: the packed rows of each request that asked for KV_RETURN_REGION
 //    are copied from the batch's packed buffer into that request's output
 //    tensor. How many rows a request packed is known only on the device

@@ -153,6 +153,13 @@ const std::map<std::string, Flag>& Flags() {
       {"calibrate_dispatch", BoolFlag(&ServerOptions::calibrate_dispatch,
                                       "CUDA: time both paths at start-up to pick the threshold "
                                       "(the default when --dispatch_threshold_bytes is -1)")},
+      {"cuda_host_decision_max_rows",
+       IntFlag(&ServerOptions::cuda_host_decision_max_rows,
+               "CUDA: a greedy chain batch of at most this many draft tokens is decided on "
+               "the host from its tokens, the GPU copying only the accepted KV rows (one "
+               "launch, no results copied back); larger ones, and all when 0, are verified "
+               "and packed on the GPU (fused or two-step by --dispatch_threshold_bytes), "
+               "[0, 1048576]")},
       {"cuda_mapped_inputs_max_bytes",
        IntFlag(&ServerOptions::cuda_mapped_inputs_max_bytes,
                "CUDA: a greedy batch with at most this many staged input bytes is read by the "
@@ -293,6 +300,10 @@ absl::Status ValidateServerOptions(const ServerOptions& o) {
     return Bad("calibrate_dispatch", absl::StrCat("is true but --dispatch_threshold_bytes=",
                                                   o.dispatch_threshold_bytes,
                                                   " is set; give one or the other"));
+  }
+  if (o.cuda_host_decision_max_rows < 0 || o.cuda_host_decision_max_rows > (int64_t{1} << 20)) {
+    return Bad("cuda_host_decision_max_rows", absl::StrCat("is ", o.cuda_host_decision_max_rows,
+                                                           "; must lie in [0, 1048576]"));
   }
   if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
     return Bad(o.tls_cert_file.empty() ? "tls_cert_file" : "tls_key_file",

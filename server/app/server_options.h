@@ -66,6 +66,10 @@ struct ServerOptions {
   // start-up), forced calibration, and batches staged/executing at once.
   int64_t dispatch_threshold_bytes = -1;
   bool calibrate_dispatch = false;
+  // CUDA: greedy chain batches of at most this many draft tokens are decided
+  // on the host (the device only copies the accepted rows); larger ones, and
+  // every one when 0, on the device (the dispatcher's fused or two-step path).
+  int64_t cuda_host_decision_max_rows = 32768;
   int32_t cuda_slots = 2;
   int64_t cuda_mapped_inputs_max_bytes = 65536;
   int64_t cuda_completion_spin_us = 2000;

@@ -113,6 +113,7 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     cuda.slots = options.cuda_slots;
     cuda.mapped_inputs_max_bytes = options.cuda_mapped_inputs_max_bytes;
     cuda.completion_spin_us = options.cuda_completion_spin_us;
+    cuda.greedy_host_decision_max_rows = options.cuda_host_decision_max_rows;
     cuda.dispatch_threshold_bytes =
         options.calibrate_dispatch ? -1 : options.dispatch_threshold_bytes;
     absl::StatusOr<DeviceBackends> created = CreateBackends(*spec, cpu, cuda);

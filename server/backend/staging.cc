@@ -17,7 +17,9 @@ StagingLayout LayoutStaging(const StagingShape& s) {
   l.parent_indices = l.target_tokens + StagingAlignUp(4 * (rows + b));
   l.kv_sources = l.parent_indices + (s.tree ? StagingAlignUp(4 * rows) : 0);
   l.deliveries = l.kv_sources + (s.kv_from_regions ? StagingAlignUp(kPointer * b) : 0);
-  l.draft_kv = l.deliveries + StagingAlignUp(int64_t{sizeof(PackedDelivery)} * s.deliveries);
+  l.packed_offsets = l.deliveries + StagingAlignUp(int64_t{sizeof(PackedDelivery)} * s.deliveries);
+  const bool greedy_chain = !s.sampled && !s.tree;
+  l.draft_kv = l.packed_offsets + (greedy_chain ? StagingAlignUp(4 * (b + 1)) : 0);
   l.inputs_total = l.draft_kv + s.kv_bytes;
   l.inputs_host_filled = s.kv_from_regions ? l.draft_kv : l.inputs_total;
   if (s.sampled) {

@@ -15,7 +15,7 @@
 // section is one memcpy):
 //   inputs:  draft_offsets[b+1] | draft_tokens[rows] | target_tokens[rows+b]
 //            | parent_indices[rows] (tree batches) | kv_sources[b] | deliveries[d]
-//            | draft_kv
+//            | packed_offsets[b+1] (greedy chains) | draft_kv
 //   sampled: sequence params[b] | target_rows[rows+b] | draft_rows[rows]
 //            | target values | draft values   (sampled batches)
 // The data plane's tables (docs/DATA_PLANE.md) take no bytes unless the batch
@@ -23,6 +23,9 @@
 // gathers them into draft_kv, so the host fills the section only up to
 // draft_kv), deliveries (KV_RETURN_REGION outputs), and the row tables of
 // distribution rows read in place (then no values are staged).
+// packed_offsets is written by the CUDA executor, not the builder: a greedy
+// chain batch is decided on the host (kernels/greedy/greedy_planned_pack.h)
+// and the device copies read where each sequence's accepted rows go.
 #ifndef SPECVERIFY_SERVER_BACKEND_STAGING_H_
 #define SPECVERIFY_SERVER_BACKEND_STAGING_H_
 
@@ -64,7 +67,7 @@ inline int64_t StagingAlignUp(int64_t x) {
 // so the layout of the largest batch bounds every smaller one.
 struct StagingLayout {
   int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, parent_indices = 0, kv_sources = 0,
-          deliveries = 0, draft_kv = 0, inputs_total = 0;
+          deliveries = 0, packed_offsets = 0, draft_kv = 0, inputs_total = 0;
   // The part of the inputs section the batch builder writes: all of it, or
   // up to draft_kv when the backend gathers the KV rows from regions.
   int64_t inputs_host_filled = 0;

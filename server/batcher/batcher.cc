@@ -24,6 +24,8 @@ v1::ExecutionPath ToWirePath(ExecutionPathLabel path) {
       return v1::EXECUTION_PATH_NOOP;
     case ExecutionPathLabel::kSampling:
       return v1::EXECUTION_PATH_SAMPLING;
+    case ExecutionPathLabel::kHostDecided:
+      return v1::EXECUTION_PATH_HOST_DECIDED;
   }
   return v1::EXECUTION_PATH_UNSPECIFIED;
 }

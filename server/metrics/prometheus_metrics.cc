@@ -31,7 +31,8 @@ constexpr const char* kRejectReasonNames[] = {"invalid",   "queue_full", "arena_
                                               "deadline",  "cancelled",  "shutdown",
                                               "batch_too_large", "client_queue_limit",
                                               "client_arena_quota"};
-constexpr const char* kPathNames[] = {"fused", "two_step", "cpu", "noop", "sampling"};
+constexpr const char* kPathNames[] = {"fused", "two_step", "cpu", "noop", "sampling",
+                                      "host_decided"};
 
 // Every boundary prints exactly in the exposition (prometheus-cpp prints 16
 // significant digits: 75e-6 would read 7.499999999999999e-05; tested).

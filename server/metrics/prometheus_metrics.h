@@ -106,7 +106,7 @@ class PrometheusServerMetrics final : public ServerMetrics {
   static constexpr int kRpcMethods = 9;       // RpcMethod's enumerators
   static constexpr int kStatusCodes = 17;     // absl::StatusCode 0..16
   static constexpr int kRejectReasons = 9;    // RejectReason's enumerators
-  static constexpr int kExecutionPaths = 5;   // ExecutionPathLabel's enumerators
+  static constexpr int kExecutionPaths = 6;   // ExecutionPathLabel's enumerators
   // Executors one server may drive (server/devices/device_set.h's limit).
   static constexpr int kMaxDevices = 16;
 

@@ -49,7 +49,7 @@ enum class RejectReason {
 };
 
 // Which implementation ran a batch (the dispatcher's decision on CUDA).
-enum class ExecutionPathLabel { kFused, kTwoStep, kCpu, kNoop, kSampling };
+enum class ExecutionPathLabel { kFused, kTwoStep, kCpu, kNoop, kSampling, kHostDecided };
 
 struct BatchReport {
   int device = 0;  // index into SetDevices' names

@@ -182,6 +182,9 @@ TEST(PrometheusServerMetricsTest, BatchesFeedTokensPathsSizesAndExactness) {
               Optional(1.0));
   EXPECT_THAT(FindSample(samples, "specverify_batches_total", {{"device", "cuda:0"}, {"path", "two_step"}}),
               Optional(0.0));
+  EXPECT_THAT(FindSample(samples, "specverify_batches_total",
+                         {{"device", "cuda:0"}, {"path", "host_decided"}}),
+              Optional(0.0));
   EXPECT_THAT(FindSample(samples, "specverify_batch_device_seconds_bucket",
                          {{"device", "cuda:0"}, {"path", "fused"}, {"le", "6e-06"}}),
               Optional(1.0));
@@ -319,7 +322,7 @@ TEST(PrometheusServerMetricsTest, PerDeviceSeriesCarryTheDeviceLabel) {
   EXPECT_THAT(FindSample(samples, "specverify_device_in_service", {{"device", "cuda:0"}}),
               Optional(1.0));
   // Bounded: paths x devices, nothing for the unnamed index.
-  EXPECT_EQ(SamplesNamed(samples, "specverify_batches_total").size(), 10u);
+  EXPECT_EQ(SamplesNamed(samples, "specverify_batches_total").size(), 12u);
   EXPECT_EQ(SamplesNamed(samples, "specverify_kv_arena_used_bytes").size(), 2u);
 }
 

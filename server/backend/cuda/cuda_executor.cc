@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "kernels/greedy/greedy_planned_pack.h"
+#include "kernels/greedy/greedy_reference.h"
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/layout/row_copy_cuda.h"
 #include "kernels/tree/tree_cuda.h"
@@ -394,6 +396,89 @@ void CudaExecutor::ReleaseSlot(Slot* slot) {
 absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   if (work.batch->key.tree) return LaunchTree(work, inject_fault);
   if (work.batch->key.mode == VerifyMode::kSampled) return LaunchSampled(work, inject_fault);
+  return work.batch->inputs.total_draft_rows() <= options_.greedy_host_decision_max_rows
+             ? LaunchGreedyChains(work, inject_fault)
+             : LaunchGreedyOnDevice(work, inject_fault);
+}
+
+absl::Status CudaExecutor::LaunchGreedyChains(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  const GreedyHostInputs& in = batch.inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t row_bytes = in.row_bytes;
+  const StagingLayout il = LayoutStaging(batch.shape);
+  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+  work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
+  std::byte* const dev = work.mapped ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
+  work.host_decided = true;
+
+  // The decision, on the staged tokens, straight into the batch's results
+  // (nothing comes back from the device); the packed offsets also into the
+  // staged inputs, where the device copies read them.
+  batch.results.Resize(b);
+  GreedyVerifyParams decision;
+  decision.input = in.view();
+  decision.output.accepted_lengths = batch.results.accepted_lengths.data();
+  decision.output.next_tokens = batch.results.next_tokens.data();
+  decision.output.mismatch = batch.results.mismatch.data();
+  decision.output.packed_row_offsets = batch.results.packed_row_offsets.data();
+  ReferenceGreedyVerifyRange(decision, 0, b);
+  ReferencePackedRowOffsets(decision);
+  std::memcpy(pin + il.packed_offsets, batch.results.packed_row_offsets.data(),
+              sizeof(int32_t) * static_cast<size_t>(b + 1));
+  const int32_t* const packed_offsets = reinterpret_cast<const int32_t*>(dev + il.packed_offsets);
+  const int64_t packed_rows = batch.results.packed_row_offsets[b];
+  const int32_t max_accepted =
+      *std::max_element(batch.results.accepted_lengths.begin(), batch.results.accepted_lengths.end());
+
+  // One H2D copy of the staged inputs (none when the copies read them in
+  // place): offsets, tokens (a few bytes a row; no kernel reads them, but
+  // skipping them would cost a second copy), tables and packed offsets, and
+  // the draft rows unless they are in regions.
+  if (!work.mapped) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
+                                            cudaMemcpyHostToDevice, slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    // A real runtime error from an invalid call on the slot's stream: the
+    // executor must treat it exactly like a failed launch.
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, dev, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  if (row_bytes > 0 && packed_rows > 0) {
+    if (batch.shape.kv_from_regions) {
+      // Accepted rows only, from the workers' regions straight to their
+      // packed place: the gather's per-sequence row counts are the k's.
+      RowGatherParams gather;
+      gather.num_sequences = b;
+      gather.total_rows = packed_rows;
+      gather.max_rows = max_accepted;
+      gather.row_bytes = row_bytes;
+      gather.draft_offsets = packed_offsets;
+      gather.sources = reinterpret_cast<const std::byte* const*>(dev + il.kv_sources);
+      gather.rows = batch.packed_kv;
+      SV_CUDA_RETURN_IF_ERROR(LaunchRowGather(gather, slot.stream));
+    } else {
+      GreedyPlannedPack pack;
+      pack.num_sequences = b;
+      pack.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
+      pack.packed_row_offsets = packed_offsets;
+      pack.draft_kv = dev + il.draft_kv;
+      pack.row_bytes = row_bytes;
+      pack.packed_kv = batch.packed_kv;
+      pack.max_accepted = max_accepted;
+      SV_RETURN_IF_ERROR(ValidateGreedyPlannedPack(pack));
+      SV_CUDA_RETURN_IF_ERROR(LaunchGreedyPlannedPack(pack, slot.stream));
+    }
+  }
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, packed_offsets));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+  return CopyBack(work, il.draft_kv, /*results_bytes=*/0, packed_rows * row_bytes);
+}
+
+absl::Status CudaExecutor::LaunchGreedyOnDevice(Work& work, bool inject_fault) {
   Slot& slot = *work.slot;
   const GreedyHostInputs& in = work.batch->inputs;
   const int32_t b = in.num_sequences();
@@ -446,7 +531,8 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
       dispatcher_->Launch(d, slot.scratch.view, slot.stream, &work.path));
   SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, d.params.output.packed_row_offsets));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
-  return CopyBack(work, il.draft_kv, rl.total);
+  // The packed size is known on the device only: the upper bound comes back.
+  return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);
 }
 
 absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
@@ -549,7 +635,8 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
   }
   SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, out.packed_row_offsets));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
-  return CopyBack(work, il.draft_kv, rl.total);
+  // The packed size is known on the device only: the upper bound comes back.
+  return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);
 }
 
 absl::Status CudaExecutor::GatherRegionRows(const Work& work, const std::byte* tables,
@@ -590,22 +677,20 @@ absl::StatusOr<std::unique_ptr<RegionMapping>> CudaExecutor::MapRegion(const Reg
 }
 
 absl::Status CudaExecutor::CopyBack(Work& work, int64_t kv_section_offset,
-                                    int64_t results_bytes) {
+                                    int64_t results_bytes, int64_t packed_bytes) {
   Slot& slot = *work.slot;
   Batch& batch = *work.batch;
-  const int64_t kv_bytes = batch.inputs.total_draft_rows() * batch.inputs.row_bytes;
-  if (batch.wants_host_rows && kv_bytes > 0) {
+  if (batch.wants_host_rows && packed_bytes > 0) {
     // The packed rows of inline answers, into the pinned draft-KV section
     // the H2D copy above has finished reading (same stream): the batcher
     // copies each request's rows from there into its response, the one host
-    // copy on the way out. The upper bound moves: its size on the device is
-    // not known to the host without a second sync.
+    // copy on the way out.
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_inputs.as<std::byte>() + kv_section_offset,
-                                            batch.packed_kv, static_cast<size_t>(kv_bytes),
+                                            batch.packed_kv, static_cast<size_t>(packed_bytes),
                                             cudaMemcpyDeviceToHost, slot.stream));
   }
   work.results_bytes = results_bytes;
-  if (!work.mapped) {  // mapped: the kernels wrote the pinned results already
+  if (!work.mapped && results_bytes > 0) {  // mapped: the kernels wrote the pinned results already
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(),
                                             slot.device_results.data(),
                                             static_cast<size_t>(results_bytes),
@@ -703,7 +788,8 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
   SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, g.params.output.packed_row_offsets));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
-  return CopyBack(work, il.draft_kv, rl.total);
+  // The packed size is known on the device only: the upper bound comes back.
+  return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);
 }
 
 absl::Status CudaExecutor::Finish(Work& work) {
@@ -720,14 +806,18 @@ absl::Status CudaExecutor::Finish(Work& work) {
   const int64_t tree_rows = batch.key.tree ? batch.inputs.total_draft_rows() : 0;
   const ResultLayout rl = LayoutResults(b, tree_rows);
   const std::byte* pin = slot.pinned_results.as<std::byte>();
-  batch.results.Resize(b);
-  std::memcpy(batch.results.accepted_lengths.data(), pin + rl.accepted, sizeof(int32_t) * b);
-  std::memcpy(batch.results.next_tokens.data(), pin + rl.next, sizeof(int32_t) * b);
-  std::memcpy(batch.results.packed_row_offsets.data(), pin + rl.packed_offsets,
-              sizeof(int32_t) * (b + 1));
-  std::memcpy(batch.results.mismatch.data(), pin + rl.mismatch, b);
-  batch.path = work.path == GreedyPath::kFused ? ExecutionPathLabel::kFused
-                                               : ExecutionPathLabel::kTwoStep;
+  if (work.host_decided) {
+    batch.path = ExecutionPathLabel::kHostDecided;  // results written at launch
+  } else {
+    batch.results.Resize(b);
+    std::memcpy(batch.results.accepted_lengths.data(), pin + rl.accepted, sizeof(int32_t) * b);
+    std::memcpy(batch.results.next_tokens.data(), pin + rl.next, sizeof(int32_t) * b);
+    std::memcpy(batch.results.packed_row_offsets.data(), pin + rl.packed_offsets,
+                sizeof(int32_t) * (b + 1));
+    std::memcpy(batch.results.mismatch.data(), pin + rl.mismatch, b);
+    batch.path = work.path == GreedyPath::kFused ? ExecutionPathLabel::kFused
+                                                 : ExecutionPathLabel::kTwoStep;
+  }
   if (batch.key.mode == VerifyMode::kSampled) {
     SampledHostResults& sr = batch.sampled_results;
     sr.status_codes.resize(b);

@@ -1,8 +1,12 @@
-// The CUDA backend: greedy batches verified and packed on one GPU by the
-// kernels of kernels/greedy (fused or two-step, chosen per batch by the
-// GreedyDispatcher), behind the same Backend interface as the CPU reference.
-// Sampled batches run the rejection-sampling kernels (kernels/sampling), whose
-// greedy_target_tokens then drive the same greedy pack, on the same slots.
+// The CUDA backend, behind the same Backend interface as the CPU reference.
+// Greedy chain batches are decided on the host, where their tokens arrive,
+// and the GPU copies the accepted rows (kernels/greedy/greedy_planned_pack.h:
+// one launch, or one gather from the workers' regions, and no results to
+// copy back); batches with more draft tokens than
+// CudaExecutorOptions::greedy_host_decision_max_rows are verified on the
+// device instead (fused or two-step). Sampled batches run the rejection-sampling kernels
+// (kernels/sampling), whose greedy_target_tokens then drive the device-side
+// greedy pack (fused or two-step, chosen per batch by the GreedyDispatcher).
 //
 // Pipeline. Every device buffer, pinned buffer, stream, event and kernel
 // scratch is reserved at start-up for the configured limits; nothing is
@@ -136,6 +140,8 @@ class CudaExecutor final : public Backend {
     Slot* slot = nullptr;         // null: never launched
     absl::Status status;          // set when it failed before or at launch
     GreedyPath path = GreedyPath::kFused;
+    // Greedy chains: results decided on the host at launch, none copied back.
+    bool host_decided = false;
     int64_t results_bytes = 0;
     bool mapped = false;          // inputs read, results written in place
   };
@@ -146,15 +152,25 @@ class CudaExecutor final : public Backend {
   void CompletionLoop();
   // Stages and launches `work` on its slot; an error status is a device fault.
   absl::Status Launch(Work& work, bool inject_fault);
+  // A greedy chain batch: the host's decision into the batch's results and
+  // the staged packed offsets, one H2D copy, then the accepted rows only
+  // (GreedyPlannedPack, or LaunchRowGather from regions) and deliveries.
+  absl::Status LaunchGreedyChains(Work& work, bool inject_fault);
+  // The same batch verified and packed on the device (more draft tokens than
+  // greedy_host_decision_max_rows): the dispatcher's fused or two-step path,
+  // results copied back.
+  absl::Status LaunchGreedyOnDevice(Work& work, bool inject_fault);
   // A sampled batch: LaunchRejectionSample, then the greedy verify-and-pack
   // on its greedy_target_tokens (the accepted KV rows), one D2H of results.
   absl::Status LaunchSampled(Work& work, bool inject_fault);
   // A tree batch (greedy: one verify-and-pack launch; sampled: the tree
   // sampling launch, then the pack of its paths), results and paths back.
   absl::Status LaunchTree(Work& work, bool inject_fault);
-  // Queues the D2H copies of the results (and of the packed rows for inline
-  // answers) and the completion event.
-  absl::Status CopyBack(Work& work, int64_t kv_section_offset, int64_t results_bytes);
+  // Queues the D2H copies of the results (none when results_bytes is 0) and
+  // of packed_bytes of packed rows for inline answers (the exact size when
+  // the host decided, else the upper bound), then the completion event.
+  absl::Status CopyBack(Work& work, int64_t kv_section_offset, int64_t results_bytes,
+                        int64_t packed_bytes);
   // The data plane's copies on the batch's stream: region KV rows into the
   // device draft-KV section before the kernels, packed rows into output
   // regions after them (kernels/layout/row_copy.h).

@@ -33,6 +33,14 @@ struct CudaExecutorOptions {
   // price is one core busy while batches arrive closer than this. 0: sleep
   // at once.
   int64_t completion_spin_us = 2000;
+  // Greedy chain batches of at most this many draft tokens are decided on
+  // the host from the staged tokens, the device only copying the accepted
+  // rows (one launch, nothing copied back; kernels/greedy/greedy_planned_pack.h).
+  // Larger ones are verified and packed on the device by the dispatcher's
+  // path, as sampled batches are: the host decision costs ~0.5 ns a token on
+  // the H100 host (2 us at b=32 x gamma=128, 70 us at b=1024 x gamma=128,
+  // where the device's fused path takes 40 us). 0: always on the device.
+  int64_t greedy_host_decision_max_rows = 32768;
   // Fused-vs-two-step threshold tau in bytes; -1 calibrates at start-up.
   int64_t dispatch_threshold_bytes = -1;
   // Testing: the N-th batch (1-based) launches an invalid configuration, a

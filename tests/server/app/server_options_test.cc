@@ -140,6 +140,20 @@ TEST(ServerOptionsTest, InvalidValuesAreNamed) {
               StatusIs(kInvalid, HasSubstr("--max_message_bytes is 8191; must lie in [8192, ")));
   EXPECT_THAT(ParseServerFlags({"--max_message_bytes=8192", "--fetch_chunk_bytes=4096"}), IsOk());
   EXPECT_THAT(ParseServerFlags({"--cpu_threads"}), StatusIs(kInvalid, HasSubstr("--cpu_threads needs a value")));
+  EXPECT_THAT(ParseServerFlags({"--cuda_host_decision_max_rows=-1"}),
+              StatusIs(kInvalid, HasSubstr("--cuda_host_decision_max_rows is -1; must lie in "
+                                           "[0, 1048576]")));
+}
+
+// Greedy chains up to 32768 draft tokens are decided on the host by default;
+// 0 sends every one to the device.
+TEST(ServerOptionsTest, HostDecisionLimitDefaultsAndAcceptsZero) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->cuda_host_decision_max_rows, 32768);
+  o = ParseServerFlags({"--cuda_host_decision_max_rows=0"});
+  ASSERT_THAT(o, IsOk());
+  EXPECT_EQ(o->cuda_host_decision_max_rows, 0);
 }
 
 // A config file in the test's temporary directory.

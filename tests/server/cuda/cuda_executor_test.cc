@@ -1,6 +1,7 @@
 // CudaExecutor against the CPU oracle (the workload generator's expected
 // results): bit-exact results and packed bytes read back through
-// ArenaMemory::CopyToHost, each path forced through the dispatch threshold,
+// ArenaMemory::CopyToHost, the host-decided path and each device path
+// forced through the dispatch threshold,
 // batches overlapping in the slots, the sticky-fault contract and the
 // start-up errors. Skips visibly without a GPU.
 #include "server/backend/cuda/cuda_executor.h"
@@ -8,6 +9,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -128,32 +130,38 @@ std::vector<GreedyWorkloadOptions> Cases() {
   return cases;
 }
 
-// The path forced, and the inputs copied or (mapped) read in place from
-// pinned memory with results written straight back to it.
+// The path forced (host decision, or the device's fused or two-step path
+// through the threshold), and the inputs copied or (mapped) read in place
+// from pinned memory with results written straight back to it.
 struct PathCase {
-  GreedyPath path;
+  ExecutionPathLabel path;
   bool mapped;
 };
+
+CudaExecutorOptions OptionsForPath(ExecutionPathLabel path) {
+  CudaExecutorOptions o =
+      SmallOptions(path == ExecutionPathLabel::kTwoStep ? 0 : kFusedAlwaysThreshold);
+  o.greedy_host_decision_max_rows =
+      path == ExecutionPathLabel::kHostDecided ? std::numeric_limits<int64_t>::max() : 0;
+  return o;
+}
 
 class CudaExecutorPathTest : public ::testing::TestWithParam<PathCase> {};
 
 TEST_P(CudaExecutorPathTest, MatchesOracleOverTheGridWithThePathForced) {
   SKIP_WITHOUT_GPU();
-  const GreedyPath path = GetParam().path;
-  const int64_t threshold = path == GreedyPath::kFused ? kFusedAlwaysThreshold : 0;
-  CudaExecutorOptions options = SmallOptions(threshold);
+  const ExecutionPathLabel want = GetParam().path;
+  CudaExecutorOptions options = OptionsForPath(want);
   options.mapped_inputs_max_bytes = GetParam().mapped ? int64_t{1} << 40 : 0;
   absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(options);
   ASSERT_THAT(executor, IsOk());
   EXPECT_EQ((*executor)->Describe().dispatch_threshold_source, "config");
-  EXPECT_EQ((*executor)->Describe().dispatch_threshold_bytes, threshold);
+  EXPECT_EQ((*executor)->Describe().dispatch_threshold_bytes, options.dispatch_threshold_bytes);
   absl::StatusOr<std::unique_ptr<ArenaMemory>> arena =
       (*executor)->AllocateArenaMemory(::specverify::testing::kMaxGridDraftKvBytes + 4096);
   ASSERT_THAT(arena, IsOk());
   EXPECT_EQ((*arena)->kind(), "cuda:0");
 
-  const ExecutionPathLabel want =
-      path == GreedyPath::kFused ? ExecutionPathLabel::kFused : ExecutionPathLabel::kTwoStep;
   uint64_t id = 0;
   for (const GreedyWorkloadOptions& o : Cases()) {
     SCOPED_TRACE(::testing::Message() << "b=" << o.num_sequences << " gamma=[" << o.gamma_min
@@ -169,26 +177,47 @@ TEST_P(CudaExecutorPathTest, MatchesOracleOverTheGridWithThePathForced) {
     ASSERT_THAT(out.status, IsOk());
     EXPECT_EQ(out.batch->path, want);
     EXPECT_TRUE(out.batch->verified);
-    EXPECT_GT(out.batch->device_time, absl::ZeroDuration());
+    // A host-decided batch with no accepted row launches nothing.
+    if (want != ExecutionPathLabel::kHostDecided || w->expected.packed_kv.size() > 0) {
+      EXPECT_GT(out.batch->device_time, absl::ZeroDuration());
+    }
     EXPECT_NE(out.completion_thread, std::this_thread::get_id());
     ASSERT_TRUE(MatchesOracle(*w, *out.batch, **arena, offset));
   }
   EXPECT_THAT((*executor)->health(), IsOk());
 }
 
-INSTANTIATE_TEST_SUITE_P(BothPaths, CudaExecutorPathTest,
-                         ::testing::Values(PathCase{GreedyPath::kFused, false},
-                                           PathCase{GreedyPath::kTwoStep, false},
-                                           PathCase{GreedyPath::kFused, true},
-                                           PathCase{GreedyPath::kTwoStep, true}),
+std::string PathName(ExecutionPathLabel path) {
+  switch (path) {
+    case ExecutionPathLabel::kHostDecided: return "host_decided";
+    case ExecutionPathLabel::kFused: return "fused";
+    case ExecutionPathLabel::kTwoStep: return "two_step";
+    default: return "other";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryPath, CudaExecutorPathTest,
+                         ::testing::Values(PathCase{ExecutionPathLabel::kHostDecided, false},
+                                           PathCase{ExecutionPathLabel::kFused, false},
+                                           PathCase{ExecutionPathLabel::kTwoStep, false},
+                                           PathCase{ExecutionPathLabel::kHostDecided, true},
+                                           PathCase{ExecutionPathLabel::kFused, true},
+                                           PathCase{ExecutionPathLabel::kTwoStep, true}),
                          [](const auto& info) {
-                           return absl::StrCat(GreedyPathName(info.param.path),
+                           return absl::StrCat(PathName(info.param.path),
                                                info.param.mapped ? "_mapped" : "_copied");
                          });
 
-TEST(CudaExecutorTest, OverlappingBatchesInThreeSlotsAllMatchTheOracle) {
+// Every batch on the device with both of its paths in the mix, or the
+// batches of at most 1000 draft tokens decided on the host and the rest on
+// the device.
+class CudaExecutorOverlapTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(CudaExecutorOverlapTest, OverlappingBatchesInThreeSlotsAllMatchTheOracle) {
   SKIP_WITHOUT_GPU();
-  CudaExecutorOptions o = SmallOptions(/*threshold=*/256 << 10);  // both paths in the mix
+  const int64_t host_max_rows = GetParam();
+  CudaExecutorOptions o = SmallOptions(/*threshold=*/256 << 10);  // both device paths in the mix
+  o.greedy_host_decision_max_rows = host_max_rows;
   o.slots = 3;
   absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(o);
   ASSERT_THAT(executor, IsOk());
@@ -218,12 +247,17 @@ TEST(CudaExecutorTest, OverlappingBatchesInThreeSlotsAllMatchTheOracle) {
   std::vector<absl::Status> statuses(kBatches);
   int completed = 0;
   bool fused = false, two_step = false;
+  int host_decided = 0, host_decided_wrongly = 0;
   for (int i = 0; i < kBatches; ++i) {
     (*executor)->Submit(MakeBatch(**executor, workloads[i], **arena, i * kStride, i),
                         [&, i](std::unique_ptr<Batch> b, absl::Status s) {
                           absl::MutexLock lock(&mu);
                           fused |= b->path == ExecutionPathLabel::kFused;
                           two_step |= b->path == ExecutionPathLabel::kTwoStep;
+                          const bool on_host = b->path == ExecutionPathLabel::kHostDecided;
+                          host_decided += on_host;
+                          host_decided_wrongly +=
+                              on_host != (b->inputs.total_draft_rows() <= host_max_rows);
                           // The slot goes back with the staging, as the
                           // batcher gives it back after reading results.
                           b->staging.reset();
@@ -241,9 +275,22 @@ TEST(CudaExecutorTest, OverlappingBatchesInThreeSlotsAllMatchTheOracle) {
     ASSERT_THAT(statuses[i], IsOk());
     ASSERT_TRUE(MatchesOracle(workloads[i], *done[i], **arena, i * kStride));
   }
-  EXPECT_TRUE(fused);
-  EXPECT_TRUE(two_step);
+  EXPECT_EQ(host_decided_wrongly, 0);
+  if (host_max_rows == 0) {
+    EXPECT_EQ(host_decided, 0);
+    EXPECT_TRUE(fused);
+    EXPECT_TRUE(two_step);
+  } else {
+    EXPECT_GT(host_decided, 0);
+    EXPECT_LT(host_decided, kBatches);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Decisions, CudaExecutorOverlapTest, ::testing::Values(0, 1000),
+                         [](const auto& info) {
+                           return info.param == 0 ? std::string("device")
+                                                  : absl::StrCat("host_up_to_", info.param);
+                         });
 
 TEST(CudaExecutorTest, CalibratesTheThresholdWhenNoneIsConfigured) {
   SKIP_WITHOUT_GPU();

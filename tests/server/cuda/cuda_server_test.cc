@@ -100,8 +100,12 @@ class CudaServerTest : public ::testing::Test {
 
   // `threads` clients, each sending `per_thread` requests of 1..16 sequences
   // in all three KV modes; handles are fetched, checked and released.
-  void HammerAndCheck(int threads, int per_thread, std::atomic<int>* fused,
-                      std::atomic<int>* two_step) {
+  // Answers by the execution path they report.
+  struct PathCounts {
+    std::atomic<int> fused{0}, two_step{0}, host_decided{0};
+  };
+
+  void HammerAndCheck(int threads, int per_thread, PathCounts* paths) {
     std::atomic<int> wrong{0};
     absl::Mutex mu;
     std::string first_wrong;
@@ -129,10 +133,16 @@ class CudaServerTest : public ::testing::Test {
                             mode == v1::KV_RETURN_HANDLE && r->has_kv() ? &fetched : nullptr);
           }
           if (verdict.ok()) {
-            if (r->timing().path() == v1::EXECUTION_PATH_FUSED) ++*fused;
-            else if (r->timing().path() == v1::EXECUTION_PATH_TWO_STEP) ++*two_step;
-            else verdict = absl::InternalError(absl::StrCat("path ", r->timing().path()));
-            if (r->timing().device_ns() <= 0) verdict = absl::InternalError("no device time");
+            const v1::ExecutionPath path = r->timing().path();
+            if (path == v1::EXECUTION_PATH_FUSED) ++paths->fused;
+            else if (path == v1::EXECUTION_PATH_TWO_STEP) ++paths->two_step;
+            else if (path == v1::EXECUTION_PATH_HOST_DECIDED) ++paths->host_decided;
+            else verdict = absl::InternalError(absl::StrCat("path ", path));
+            // A host-decided batch with no accepted row launches nothing.
+            if (r->timing().device_ns() < 0 ||
+                (r->timing().device_ns() == 0 && path != v1::EXECUTION_PATH_HOST_DECIDED)) {
+              verdict = absl::InternalError("no device time");
+            }
           }
           if (!verdict.ok()) {
             ++wrong;
@@ -153,8 +163,22 @@ class CudaServerTest : public ::testing::Test {
   std::unique_ptr<VerifierClient> client_;
 };
 
+// The default: greedy chains decided on the host, the GPU copying the
+// accepted rows (kernels/greedy/greedy_planned_pack.h).
+TEST_F(CudaServerTest, ManyConcurrentClientsMatchTheOracleWithHostDecisions) {
+  SKIP_WITHOUT_GPU();
+  options_.cuda_slots = 3;
+  Start();
+  PathCounts paths;
+  HammerAndCheck(/*threads=*/32, /*per_thread=*/30, &paths);
+  EXPECT_EQ(paths.host_decided.load(), 32 * 30);
+  EXPECT_THAT(server_->backend_health(), IsOk());
+  EXPECT_EQ(server_->arena().used_bytes(), 0);  // every handle was released
+}
+
 TEST_F(CudaServerTest, ManyConcurrentClientsMatchTheOracleOnTheCalibratedDispatcher) {
   SKIP_WITHOUT_GPU();
+  options_.cuda_host_decision_max_rows = 0;
   Start();
   absl::StatusOr<v1::ServerInfo> info = client_->GetServerInfo();
   ASSERT_THAT(info, IsOk());
@@ -162,36 +186,38 @@ TEST_F(CudaServerTest, ManyConcurrentClientsMatchTheOracleOnTheCalibratedDispatc
   EXPECT_EQ(info->dispatch_threshold_source(), "calibration");
   EXPECT_GT(info->dispatch_threshold_bytes(), 0);
   EXPECT_THAT(server_->backend_reason(), HasSubstr("slots; dispatch "));
-  std::atomic<int> fused{0}, two_step{0};
-  HammerAndCheck(/*threads=*/32, /*per_thread=*/30, &fused, &two_step);
-  EXPECT_EQ(fused + two_step, 32 * 30);
+  PathCounts paths;
+  HammerAndCheck(/*threads=*/32, /*per_thread=*/30, &paths);
+  EXPECT_EQ(paths.fused + paths.two_step, 32 * 30);
   EXPECT_THAT(server_->backend_health(), IsOk());
   EXPECT_EQ(server_->arena().used_bytes(), 0);  // every handle was released
 }
 
 TEST_F(CudaServerTest, TwoStepPathForcedByTheFlagMatchesTheOracle) {
   SKIP_WITHOUT_GPU();
+  options_.cuda_host_decision_max_rows = 0;
   options_.dispatch_threshold_bytes = 0;
   Start();
   absl::StatusOr<v1::ServerInfo> info = client_->GetServerInfo();
   ASSERT_THAT(info, IsOk());
   EXPECT_EQ(info->dispatch_threshold_source(), "config");
   EXPECT_EQ(info->dispatch_threshold_bytes(), 0);
-  std::atomic<int> fused{0}, two_step{0};
-  HammerAndCheck(/*threads=*/16, /*per_thread=*/20, &fused, &two_step);
-  EXPECT_EQ(fused.load(), 0);
-  EXPECT_EQ(two_step.load(), 16 * 20);
+  PathCounts paths;
+  HammerAndCheck(/*threads=*/16, /*per_thread=*/20, &paths);
+  EXPECT_EQ(paths.fused.load(), 0);
+  EXPECT_EQ(paths.two_step.load(), 16 * 20);
 }
 
 TEST_F(CudaServerTest, FusedPathForcedByTheFlagMatchesTheOracle) {
   SKIP_WITHOUT_GPU();
+  options_.cuda_host_decision_max_rows = 0;
   options_.dispatch_threshold_bytes = kFusedAlwaysThreshold;
   options_.cuda_slots = 3;
   Start();
-  std::atomic<int> fused{0}, two_step{0};
-  HammerAndCheck(/*threads=*/16, /*per_thread=*/20, &fused, &two_step);
-  EXPECT_EQ(fused.load(), 16 * 20);
-  EXPECT_EQ(two_step.load(), 0);
+  PathCounts paths;
+  HammerAndCheck(/*threads=*/16, /*per_thread=*/20, &paths);
+  EXPECT_EQ(paths.fused.load(), 16 * 20);
+  EXPECT_EQ(paths.two_step.load(), 0);
 }
 
 TEST_F(CudaServerTest, FullDeviceArenaIsResourceExhaustedAndLiveHandlesSurvive) {
@@ -282,10 +308,9 @@ TEST_F(CudaServerTest, TwoExecutorsShareTheGpuAndAFaultTakesOnlyOneOut) {
     devices.push_back(DeviceBackend{*std::move(executor), i == 0 ? "cuda:0" : "cuda:0#1", 0});
   }
   Start(std::move(devices));
-  std::atomic<int> fused{0};
-  std::atomic<int> two_step{0};
-  HammerAndCheck(/*threads=*/6, /*per_thread=*/30, &fused, &two_step);
-  EXPECT_EQ(fused.load() + two_step.load(), 6 * 30);
+  PathCounts paths;
+  HammerAndCheck(/*threads=*/6, /*per_thread=*/30, &paths);
+  EXPECT_EQ(paths.host_decided.load(), 6 * 30);
 
   // Sequential requests alternate between the idle executors: find one
   // whose handle lives on the second, then arm its fault.
