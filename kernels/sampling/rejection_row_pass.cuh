@@ -1,0 +1,476 @@
+// Fragment of kernels/sampling/rejection_sample.cu: the exact-logits row pass
+// (RowPassKernel, RowPassRunKernel: each chunk's maximum and sum) and
+// CombineRowsKernel, which folds a row's chunks into its normalizer.
+// Included once, inside that file's anonymous namespace, after rejection_device_helpers.cuh;
+// not a standalone header: it uses the names of the fragments before it and
+// of the includes at the top of rejection_sample.cu. One translation unit keeps
+// every kernel's code exactly as before the split (the cubin is identical).
+#ifndef SPECVERIFY_KERNELS_SAMPLING_REJECTION_ROW_PASS_CUH_
+#define SPECVERIFY_KERNELS_SAMPLING_REJECTION_ROW_PASS_CUH_
+
+// --------------------------------------------------------- row pass --
+// Normalizer (exact logits) or full-row check, one block per (row, chunk).
+
+enum class RowPassMode : int32_t { kNormalize = 0, kCheck = 1 };
+
+struct RowPassArgs {
+  RejectionBatchInput in;
+  ScratchLayout scratch;
+  int64_t num_target_rows;
+  int64_t num_draft_rows;
+  int32_t num_chunks;
+  RowPassMode mode;
+  // A filtered batch: blocks take the draft rows first, so that the target
+  // rows, which the top-k / top-p filter reads right after, are the ones the
+  // L2 still holds; and the target rows' warp maxima are kept for it.
+  bool targets_last;
+  // RowPassRunKernel: consecutive chunks of one row per block
+  // (RejectionRowPassChunksPerBlock) and the blocks that cover a row.
+  int32_t chunks_per_block;
+  int32_t blocks_per_row;
+};
+
+// Block max of one float per thread (any NaN is dropped: the callers check
+// validity separately).
+__device__ float BlockMax(float m, float* shared) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) m = fmaxf(m, __shfl_xor_sync(kFullMask, m, offset));
+  if (threadIdx.x % 32 == 0) shared[threadIdx.x / 32] = m;
+  __syncthreads();
+  float result = shared[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) result = fmaxf(result, shared[w]);
+  return result;
+}
+
+// The row pass streams every logits row once (83 MB at fp32 B=8, more than
+// the H100's 50 MB L2). With the default L2 policy that stream evicted what
+// runs next: the combine's and the race's code and the scratch they read,
+// which their serial chains then fetched from DRAM (the race's first sweep
+// step took 4.6 us after the pass against 1.5 with probabilities).
+// Evict-first reads (sm_80+) let the stream replace its own lines instead:
+// fp32 logits B=8 53.1 -> 47.5 us, B=32 139.8 -> 130.5, top-k/top-p B=8
+// 76.1 -> 68.2 (H100, bench/sampling/results/2026-11-27-evict-first).
+__device__ __forceinline__ uint64_t EvictFirstPolicy() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+#else
+  return 0;
+#endif
+}
+
+template <SampleDtype D>
+__device__ __forceinline__ PackedQuad<D> LoadQuadEvictFirst(const PackedQuad<D>* p, uint64_t policy) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  PackedQuad<D> v;
+  if constexpr (D == SampleDtype::kFloat32) {
+    asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "l"(p), "l"(policy));
+  } else {
+    asm volatile("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(v.x), "=r"(v.y) : "l"(p), "l"(policy));
+  }
+  return v;
+#else
+  (void)policy;
+  return __ldg(p);
+#endif
+}
+
+// The thread's 16 values of a whole chunk (lane order of rejection_core.h),
+// read evict-first, as stored.
+template <SampleDtype D>
+__device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, PackedQuad<D> (&raw)[kRounds]) {
+  const uint64_t policy = EvictFirstPolicy();
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    raw[r] = LoadQuadEvictFirst<D>(
+        reinterpret_cast<const PackedQuad<D>*>(static_cast<const char*>(row_ptr) + int64_t{x} * SampleDtypeBytes(D)),
+        policy);
+  }
+}
+
+// The largest and smallest of a thread's 16 stored values, NaN if any is.
+// 16-bit values on sm_80+: two at a time in their own format (max.NaN /
+// min.NaN on bf16x2 or f16x2 pairs, then one conversion each), half the
+// instructions of comparing them one at a time as floats in a pass that is
+// issue-bound on 16-bit rows (bf16 B=32 116 -> 110 us, B=128 394 -> 370;
+// bench/sampling/results/2026-11-27-hmax). Conversion is exact and monotone, so
+// the results are the float comparisons' (but for the sign of a zero
+// maximum and NaN payloads: no weight or validity depends on either).
+template <SampleDtype D>
+__device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds], const float (&v)[kRounds][4],
+                                            float& m, float& low) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  if constexpr (D != SampleDtype::kFloat32) {
+    uint32_t hi = raw[0].x, lo = raw[0].x;
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        if (r == 0 && half == 0) continue;
+        const uint32_t pair = half == 0 ? raw[r].x : raw[r].y;
+        if constexpr (D == SampleDtype::kBFloat16) {
+          asm("max.NaN.bf16x2 %0, %0, %1;" : "+r"(hi) : "r"(pair));
+          asm("min.NaN.bf16x2 %0, %0, %1;" : "+r"(lo) : "r"(pair));
+        } else {
+          asm("max.NaN.f16x2 %0, %0, %1;" : "+r"(hi) : "r"(pair));
+          asm("min.NaN.f16x2 %0, %0, %1;" : "+r"(lo) : "r"(pair));
+        }
+      }
+    }
+    const PackedQuad<D> extremes{hi, lo};
+    float e[4];
+    UnpackQuad<D>(extremes, e);
+    m = MaxKeepingNaN(e[0], e[1]);
+    low = MinKeepingNaN(e[2], e[3]);
+    return;
+  }
+#endif
+  m = -kInfinity;
+  low = kInfinity;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      m = MaxKeepingNaN(m, v[r][i]);
+      low = MinKeepingNaN(low, v[r][i]);
+    }
+  }
+}
+
+// The normalizer of a whole chunk of a sampled (T > 0) logits row: the hot
+// path of the logits pass, straight-line per element. Validity comes from
+// the NaN-keeping maximum and minimum (any infinite or NaN value makes one
+// of them non-finite), the maximum is a plain max on valid rows (its sign of
+// zero may differ from the reference's first maximum, which changes no
+// weight: z - (+0) and z - (-0) are equal or both 0), and the
+// weights the fixed-order lane sums of rejection_core.h. No argmax: only
+// greedy rows read it.
+template <SampleDtype D>
+__device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[kRounds], int32_t begin, float inv_t,
+                                                     double* sum_shared, float* max_shared) {
+  float v[kRounds][4];
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) UnpackQuad<D>(raw[r], v[r]);
+  float m, low;
+  ChunkMaxMin<D>(raw, v, m, low);
+  // Validity without a per-element poison: a NaN makes both NaN, +inf the
+  // maximum and -inf the minimum infinite.
+  const bool bad = __syncthreads_or(!(detmath::IsFinite(m) && detmath::IsFinite(low)));
+  m = BlockMax(m, max_shared);
+  const float scale = rejection::LogitScale(inv_t);
+  // Every exponent t = (v - m) * scale is <= 0 (m is the maximum), and t is
+  // monotone in v: when the thread's smallest value gives t >= -125, every
+  // weight is Exp2DetNonPositive(t), bit for bit ScaledLogitWeight's
+  // Exp2Det, seven instructions shorter per element in a pass that is
+  // issue-bound on them. Wider rows (and invalid ones) take the full exp.
+  const bool exponents_in_range = !bad && detmath::Mul(detmath::Sub(low, m), scale) >= -125.0f;
+  float partial = 0.0f;
+  if (exponents_in_range) {
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        partial = detmath::Add(partial, detmath::Exp2DetNonPositive(detmath::Mul(detmath::Sub(v[r][i], m), scale)));
+      }
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
+    }
+  }
+  const double sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
+  return ChunkStats{m, bad ? -1 : begin, sum};
+}
+
+// Any other chunk: a row's partial last chunk, a greedy row (argmax), the
+// full-row check. Loads its own values.
+template <SampleDtype D>
+__device__ ChunkStats GeneralChunkStats(const RowPassArgs& a, const void* row_ptr, int32_t begin, int32_t end,
+                                        bool greedy, float inv_t, double* sum_shared, MaxArg* max_shared) {
+  const RejectionBatchInput& in = a.in;
+  const bool vector_ok = in.vocab_size % 4 == 0;
+  float v[kRounds][4];
+  bool bad = false;
+  MaxArg m{0.0f, -1};
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    Load4<D>(row_ptr, x, end, vector_ok, v[r]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      if (x + i >= end) continue;
+      bad = bad || !rejection::ValueIsValid(in.kind, v[r][i]);
+      const MaxArg o{v[r][i], x + i};
+      if (MaxBeats(o, m)) m = o;
+    }
+  }
+  bad = __syncthreads_or(bad);
+  float partial = 0.0f;  // the lane's sum, in float (rejection_core.h's fixed order)
+  ChunkStats stats{0.0f, bad ? -1 : begin, 0.0};
+  if (a.mode == RowPassMode::kNormalize) {
+    m = BlockMaxArg(m, max_shared);
+    stats.max = m.value;
+    if (!bad) stats.argmax = m.index;
+    if (!greedy) {
+      const float scale = rejection::LogitScale(inv_t);
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) {
+        const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (x + i < end) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m.value, scale));
+        }
+      }
+    }
+  } else {
+    // The row's mass: p, or ExpDet(v) for log-probabilities (RowMassOf).
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (x + i < end) partial = detmath::Add(partial, rejection::RowMassOf(in.kind, v[r][i]));
+      }
+    }
+  }
+  if (a.mode == RowPassMode::kCheck || !greedy) {
+    stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
+  }
+  return stats;
+}
+
+// Row statistics of one row's temperature (the row's sequence). Every lane
+// of the calling warp asks for the same slot.
+__device__ __forceinline__ float RowTemperature(const RowPassArgs& a, int64_t slot) {
+  const bool is_draft = slot >= a.num_target_rows;
+  const int64_t row = is_draft ? slot - a.num_target_rows : slot;
+  return a.in.sequences[SequenceOfRowWarp(a.in.draft_offsets, a.in.num_sequences, row, is_draft ? 0 : 1)].temperature;
+}
+
+// One block per (row, chunk). A block's life is a chain of latencies (its
+// row's address, the chunk's loads, two block reductions), so it carries no
+// more: the chunk's values are requested before the row's sequence is looked
+// up (the full-chunk case needs no sequence to load), and the chunks are
+// combined by CombineRowsKernel, not by a last-block ticket (its fence and
+// atomic round trips held every block ~1.5 us longer).
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKernel(RowPassArgs a) {
+  __shared__ double sum_shared[kThreads];
+  __shared__ MaxArg max_shared[kWarps];
+  const RejectionBatchInput& in = a.in;
+  const int64_t order = blockIdx.x / a.num_chunks;
+  const int64_t slot = !a.targets_last             ? order
+                       : order < a.num_draft_rows ? a.num_target_rows + order
+                                                  : order - a.num_draft_rows;
+  const int32_t c = blockIdx.x % a.num_chunks;
+  const bool is_draft = slot >= a.num_target_rows;
+  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const int32_t begin = c * rejection::kNormalizerChunk;
+  const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+  const bool full = a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
+                    end - begin == rejection::kNormalizerChunk;
+  PackedQuad<D> raw[kRounds];
+  if (full) LoadChunk<D>(row_ptr, begin, raw);
+  const float temperature = RowTemperature(a, slot);
+  const bool greedy = !(temperature > 0.0f);
+  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
+  const ChunkStats stats = (full && !greedy)
+                               ? FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
+                               : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+  if (threadIdx.x == 0) {
+    a.scratch.chunks[slot * a.num_chunks + c] = stats;
+    if (c == 0) a.scratch.row_inv_t[slot] = inv_t;
+  }
+  if (a.targets_last && !is_draft && threadIdx.x < kWarps) {
+    // FullChunkStats leaves each warp's maximum in max_shared; other chunks
+    // record none (NaN).
+    a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
+        (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : __int_as_float(0x7fffffff);
+  }
+}
+
+// A whole chunk's L2 lines (LoadChunk's addresses): requested while the
+// block still works on the chunk before, so that chunk's reductions hide
+// their DRAM latency. On sm_90 one bulk prefetch of the chunk's contiguous
+// bytes with LoadChunk's evict-first policy (a plain prefetch brings the
+// lines in at normal priority, which LoadChunk's hits do not lower: bf16
+// B=32 120.6 -> 116.9 us, B=128 407.8 -> 396.8, run 2 of
+// bench/sampling/results/2026-11-27-evict-first); elsewhere one prefetch a
+// thread and line.
+template <SampleDtype D>
+__device__ __forceinline__ void PrefetchChunk(const void* row_ptr, int32_t begin) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if (threadIdx.x == 0) {
+    // The bulk copy wants 16-byte bounds; 16-bit rows may start 8 bytes off
+    // one, and then the chunk's first and last 8 bytes are left to the loads.
+    const auto start = reinterpret_cast<uintptr_t>(row_ptr) + static_cast<uintptr_t>(begin) * SampleDtypeBytes(D);
+    const uintptr_t end = start + static_cast<uintptr_t>(rejection::kNormalizerChunk) * SampleDtypeBytes(D);
+    const uintptr_t first = (start + 15) & ~uintptr_t{15};
+    const uintptr_t last = end & ~uintptr_t{15};
+    asm volatile("cp.async.bulk.prefetch.L2.global.L2::cache_hint [%0], %1, %2;" ::"l"(first),
+                 "r"(static_cast<unsigned>(last - first)), "l"(EvictFirstPolicy())
+                 : "memory");
+  }
+#else
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    const int32_t x = begin + (r * kThreads + threadIdx.x) * rejection::kLaneWidth;
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(static_cast<const char*>(row_ptr) + int64_t{x} * SampleDtypeBytes(D)));
+  }
+#endif
+}
+
+// RowPassKernel for large batches: one block per run of chunks_per_block
+// consecutive chunks of one row, so the block's prologue (its row's address,
+// the row's sequence and temperature: about 146 of a 16-value chunk's 484
+// warp instructions) is paid once per run; each chunk's lines are requested
+// into L2 before the chunk ahead of it is reduced (the first chunk's before
+// the sequence is looked up). The loop's state costs registers: 5 blocks per
+// SM (at 6 it spilled 32-44 bytes; H200, runs of 8, B=128: fp32 487.1 vs
+// 424.6 us, bf16 429.2 vs 414.5). The same statistics, bit for bit, as
+// RowPassKernel's.
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKernel(RowPassArgs a) {
+  __shared__ double sum_shared[kThreads];
+  __shared__ MaxArg max_shared[kWarps];
+  const RejectionBatchInput& in = a.in;
+  const int64_t order = blockIdx.x / a.blocks_per_row;
+  const int64_t slot = !a.targets_last             ? order
+                       : order < a.num_draft_rows ? a.num_target_rows + order
+                                                  : order - a.num_draft_rows;
+  const int32_t c_first = static_cast<int32_t>(blockIdx.x % a.blocks_per_row) * a.chunks_per_block;
+  const int32_t c_end = min(a.num_chunks, c_first + a.chunks_per_block);
+  const bool is_draft = slot >= a.num_target_rows;
+  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const auto is_full = [&](int32_t c) {
+    return a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
+           min(in.vocab_size, (c + 1) * rejection::kNormalizerChunk) - c * rejection::kNormalizerChunk ==
+               rejection::kNormalizerChunk;
+  };
+  if (is_full(c_first)) PrefetchChunk<D>(row_ptr, c_first * rejection::kNormalizerChunk);
+  const float temperature = RowTemperature(a, slot);
+  const bool greedy = !(temperature > 0.0f);
+  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
+  if (c_first == 0 && threadIdx.x == 0) a.scratch.row_inv_t[slot] = inv_t;
+  for (int32_t c = c_first; c < c_end; ++c) {
+    const int32_t begin = c * rejection::kNormalizerChunk;
+    const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+    const bool full = is_full(c);
+    PackedQuad<D> raw[kRounds];
+    if (full) LoadChunk<D>(row_ptr, begin, raw);
+    if (c + 1 < c_end && is_full(c + 1)) PrefetchChunk<D>(row_ptr, begin + rejection::kNormalizerChunk);
+    const ChunkStats stats = (full && !greedy)
+                                 ? FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
+                                 : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+    if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
+    if (a.targets_last && !is_draft) {
+      if (threadIdx.x < kWarps) {
+        // FullChunkStats leaves each warp's maximum in max_shared; other
+        // chunks record none (NaN).
+        a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
+            (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : __int_as_float(0x7fffffff);
+      }
+      __syncthreads();  // read before the next chunk's maxima are written
+    }
+  }
+}
+
+// Combines each row's chunks (rejection::CombineChunks' bits), one warp per
+// row: the maximum with the lowest chunk on ties (its argmax carried along),
+// then the chunk sums rescaled in parallel and added in chunk order by lane
+// 0. Each chunk's 16 bytes come in one load, issued before the temperature's
+// lookups, so a row's statistics cost one round trip to L2 (they took three:
+// the maxima, the sums, then the best chunk's argmax). Launched as a
+// programmatic dependent of the row pass (sm_90): it waits for that grid's
+// completion and memory flush.
+constexpr int kCombineThreads = 128;
+constexpr int kCombineChunksPerLane = kMaxChunks / 32;
+static_assert(kMaxChunks % 32 == 0, "a lane's chunks lane, lane + 32, ... must cover every chunk");
+
+__device__ __forceinline__ ChunkStats LoadChunkStats(const ChunkStats* p) {
+  static_assert(sizeof(ChunkStats) == 16 && alignof(ChunkStats) == 8);
+  const int4 v = __ldcg(reinterpret_cast<const int4*>(p));  // the scratch carve aligns chunks to 256 bytes
+  return ChunkStats{__int_as_float(v.x), v.y, __hiloint2double(v.w, v.z)};
+}
+
+__global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs a) {
+  __shared__ double scaled_sums[kCombineThreads / 32][kMaxChunks];
+  race_result::WaitForPrimaryGrid();
+  race_result::AllowDependentLaunch();
+  const int warp = threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t slot = static_cast<int64_t>(blockIdx.x) * (kCombineThreads / 32) + warp;
+  if (slot >= a.num_target_rows + a.num_draft_rows) return;
+  const ChunkStats* chunks = a.scratch.chunks + slot * a.num_chunks;
+  ChunkStats mine[kCombineChunksPerLane];  // chunks lane, lane + 32, ...
+#pragma unroll
+  for (int j = 0; j < kCombineChunksPerLane; ++j) {
+    if (lane + 32 * j < a.num_chunks) mine[j] = LoadChunkStats(&chunks[lane + 32 * j]);
+  }
+  // The pass's 1/T, loaded with the chunks: looking the temperature up here
+  // (the offsets search, then the sequence's parameters) put two dependent
+  // round trips on the chain (fp32 B=8 -0.4 to -0.8 us, B=1 -0.4; run 2 of
+  // bench/sampling/results/2026-11-27-evict-first).
+  const float inv_t = __ldcg(&a.scratch.row_inv_t[slot]);
+  MaxArg best{0.0f, -1};
+  int32_t best_argmax = 0;
+  bool bad = false;
+#pragma unroll
+  for (int j = 0; j < kCombineChunksPerLane; ++j) {
+    if (lane + 32 * j >= a.num_chunks) break;
+    bad = bad || mine[j].argmax < 0;
+    const MaxArg o{mine[j].max, lane + 32 * j};
+    if (MaxBeats(o, best)) {
+      best = o;
+      best_argmax = mine[j].argmax;
+    }
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const MaxArg o{__shfl_xor_sync(kFullMask, best.value, offset), __shfl_xor_sync(kFullMask, best.index, offset)};
+    const int32_t o_argmax = __shfl_xor_sync(kFullMask, best_argmax, offset);
+    if (MaxBeats(o, best)) {
+      best = o;
+      best_argmax = o_argmax;
+    }
+  }
+  bad = __any_sync(kFullMask, bad);
+  DeviceRowNorm out{};
+  if (bad) out.flags |= kRowBadElement;
+  const bool normalize = a.mode == RowPassMode::kNormalize;
+  if (!normalize || !bad) {
+    // What lane 0 adds in chunk order: rescaled sums (the normalizer) or
+    // plain ones (the row check's mass).
+#pragma unroll
+    for (int j = 0; j < kCombineChunksPerLane; ++j) {
+      if (lane + 32 * j >= a.num_chunks) break;
+      scaled_sums[warp][lane + 32 * j] =
+          normalize ? detmath::MulD(mine[j].sum,
+                                    static_cast<double>(rejection::LogitWeight(mine[j].max, best.value, inv_t)))
+                    : mine[j].sum;
+    }
+    __syncwarp();
+    if (lane == 0) {
+      double z = 0.0;
+      for (int32_t i = 0; i < a.num_chunks; ++i) z = detmath::AddD(z, scaled_sums[warp][i]);
+      if (normalize) {
+        out.norm.max = best.value;
+        out.norm.argmax = best_argmax;
+        out.norm.sum = static_cast<float>(z);
+        out.norm.threshold = rejection::NegativeInfinity();
+      } else if (a.in.kind != SampleValueKind::kLogits && !(z > 0.0 && z <= 1.7976931348623157e308)) {
+        out.flags |= kRowBadSum;
+      }
+    }
+  }
+  if (lane == 0) a.scratch.norms[slot] = out;
+}
+
+#endif  // SPECVERIFY_KERNELS_SAMPLING_REJECTION_ROW_PASS_CUH_
