@@ -2,8 +2,8 @@
 // arguments, cluster slices, shared state and block scan.
 // Included once, inside that file's anonymous namespace, after rejection_row_pass.cuh;
 // not a standalone header: it uses the names of the fragments before it and
-// of the includes at the top of rejection_sample.cu. One translation unit keeps
-// every kernel's code exactly as before the split (the cubin is identical).
+// of the includes at the top of rejection_sample.cu. Split out of that single
+// file on 2026-11-27 without changing its code (byte-identical cubin).
 #ifndef SPECVERIFY_KERNELS_SAMPLING_REJECTION_FILTER_CUH_
 #define SPECVERIFY_KERNELS_SAMPLING_REJECTION_FILTER_CUH_
 
