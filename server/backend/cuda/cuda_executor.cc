@@ -432,21 +432,10 @@ absl::Status CudaExecutor::LaunchGreedyChains(Work& work, bool inject_fault) {
   const int32_t max_accepted =
       *std::max_element(batch.results.accepted_lengths.begin(), batch.results.accepted_lengths.end());
 
-  // One H2D copy of the staged inputs (none when the copies read them in
-  // place): offsets, tokens (a few bytes a row; no kernel reads them, but
-  // skipping them would cost a second copy), tables and packed offsets, and
-  // the draft rows unless they are in regions.
-  if (!work.mapped) {
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
-                                            cudaMemcpyHostToDevice, slot.stream));
-  }
-  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
-  if (inject_fault) {
-    // A real runtime error from an invalid call on the slot's stream: the
-    // executor must treat it exactly like a failed launch.
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, dev, 1, static_cast<cudaMemcpyKind>(77),
-                                            slot.stream));
-  }
+  // The staged inputs: offsets, tokens (a few bytes a row; no kernel reads
+  // them, but skipping them would cost a second copy), tables and packed
+  // offsets, and the draft rows unless they are in regions.
+  SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault));
   if (row_bytes > 0 && packed_rows > 0) {
     if (batch.shape.kv_from_regions) {
       // Accepted rows only, from the workers' regions straight to their
@@ -478,6 +467,24 @@ absl::Status CudaExecutor::LaunchGreedyChains(Work& work, bool inject_fault) {
   return CopyBack(work, il.draft_kv, /*results_bytes=*/0, packed_rows * row_bytes);
 }
 
+absl::Status CudaExecutor::CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes,
+                                              bool inject_fault) {
+  Slot& slot = *work.slot;
+  if (!work.mapped) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, slot.pinned_inputs.data(),
+                                            static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
+                                            slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    // A real runtime error from an invalid call on the slot's stream: the
+    // executor must treat it exactly like a failed launch.
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, dev, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CudaExecutor::LaunchGreedyOnDevice(Work& work, bool inject_fault) {
   Slot& slot = *work.slot;
   const GreedyHostInputs& in = work.batch->inputs;
@@ -486,7 +493,6 @@ absl::Status CudaExecutor::LaunchGreedyOnDevice(Work& work, bool inject_fault) {
   const int64_t row_bytes = in.row_bytes;
   const StagingLayout il = LayoutStaging(work.batch->shape);
   const ResultLayout rl = LayoutResults(b);
-  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
   work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
   std::byte* const dev = work.mapped ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
   std::byte* const res = work.mapped ? slot.mapped_results : slot.device_results.as<std::byte>();
@@ -512,20 +518,7 @@ absl::Status CudaExecutor::LaunchGreedyOnDevice(Work& work, bool inject_fault) {
   d.max_gamma = in.max_gamma();
   SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(d, slot.scratch.view));
 
-  // The batch builder wrote the inputs into the slot's pinned buffer: one
-  // H2D copy moves them (none when the kernel reads them in place).
-  if (!work.mapped) {
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
-                                            cudaMemcpyHostToDevice, slot.stream));
-  }
-
-  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
-  if (inject_fault) {
-    // A real runtime error from an invalid call on the slot's stream: the
-    // executor must treat it exactly like a failed launch.
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
-                                            slot.stream));
-  }
+  SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault));
   SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, draft_kv));
   SV_CUDA_RETURN_IF_ERROR(
       dispatcher_->Launch(d, slot.scratch.view, slot.stream, &work.path));
