@@ -7,6 +7,7 @@ if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_kernels_greedy_cuda)
   add_library(specverify_server_cuda
     ${CMAKE_CURRENT_LIST_DIR}/cuda_arena_memory.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_executor.cc
+    ${CMAKE_CURRENT_LIST_DIR}/cuda_executor_launch.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_region.cc
   )
   target_include_directories(specverify_server_cuda PUBLIC ${PROJECT_SOURCE_DIR})

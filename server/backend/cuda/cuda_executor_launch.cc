@@ -1,0 +1,408 @@
+// The CUDA executor's launches: per batch kind, the staging copies, the
+// kernels on the slot's stream and the copies back (cuda_executor.h says
+// the pipeline; cuda_executor.cc has the rest of the class).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/greedy/greedy_planned_pack.h"
+#include "kernels/greedy/greedy_reference.h"
+#include "kernels/layout/row_copy_cuda.h"
+#include "kernels/sampling/rejection_validate.h"
+#include "kernels/tree/tree_cuda.h"
+#include "kernels/tree/tree_reference.h"
+#include "server/backend/cuda/cuda_executor.h"
+#include "server/backend/cuda/cuda_result_layout.h"
+
+namespace specverify::server {
+
+absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
+  if (work.batch->key.tree) return LaunchTree(work, inject_fault);
+  if (work.batch->key.mode == VerifyMode::kSampled) return LaunchSampled(work, inject_fault);
+  return work.batch->inputs.total_draft_rows() <= options_.greedy_host_decision_max_rows
+             ? LaunchGreedyChains(work, inject_fault)
+             : LaunchGreedyOnDevice(work, inject_fault);
+}
+
+absl::Status CudaExecutor::LaunchGreedyChains(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  const GreedyHostInputs& in = batch.inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t row_bytes = in.row_bytes;
+  const StagingLayout il = LayoutStaging(batch.shape);
+  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+  work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
+  std::byte* const dev = work.mapped ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
+  work.host_decided = true;
+
+  // The decision, on the staged tokens, straight into the batch's results
+  // (nothing comes back from the device); the packed offsets also into the
+  // staged inputs, where the device copies read them.
+  batch.results.Resize(b);
+  GreedyVerifyParams decision;
+  decision.input = in.view();
+  decision.output.accepted_lengths = batch.results.accepted_lengths.data();
+  decision.output.next_tokens = batch.results.next_tokens.data();
+  decision.output.mismatch = batch.results.mismatch.data();
+  decision.output.packed_row_offsets = batch.results.packed_row_offsets.data();
+  ReferenceGreedyVerifyRange(decision, 0, b);
+  ReferencePackedRowOffsets(decision);
+  std::memcpy(pin + il.packed_offsets, batch.results.packed_row_offsets.data(),
+              sizeof(int32_t) * static_cast<size_t>(b + 1));
+  const int32_t* const packed_offsets = reinterpret_cast<const int32_t*>(dev + il.packed_offsets);
+  const int64_t packed_rows = batch.results.packed_row_offsets[b];
+  const int32_t max_accepted =
+      *std::max_element(batch.results.accepted_lengths.begin(), batch.results.accepted_lengths.end());
+
+  // The staged inputs: offsets, tokens (a few bytes a row; no kernel reads
+  // them, but skipping them would cost a second copy), tables and packed
+  // offsets, and the draft rows unless they are in regions.
+  SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault));
+  if (row_bytes > 0 && packed_rows > 0) {
+    if (batch.shape.kv_from_regions) {
+      // Accepted rows only, from the workers' regions straight to their
+      // packed place: the gather's per-sequence row counts are the k's.
+      RowGatherParams gather;
+      gather.num_sequences = b;
+      gather.total_rows = packed_rows;
+      gather.max_rows = max_accepted;
+      gather.row_bytes = row_bytes;
+      gather.draft_offsets = packed_offsets;
+      gather.sources = reinterpret_cast<const std::byte* const*>(dev + il.kv_sources);
+      gather.rows = batch.packed_kv;
+      SV_CUDA_RETURN_IF_ERROR(LaunchRowGather(gather, slot.stream));
+    } else {
+      GreedyPlannedPack pack;
+      pack.num_sequences = b;
+      pack.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
+      pack.packed_row_offsets = packed_offsets;
+      pack.draft_kv = dev + il.draft_kv;
+      pack.row_bytes = row_bytes;
+      pack.packed_kv = batch.packed_kv;
+      pack.max_accepted = max_accepted;
+      SV_RETURN_IF_ERROR(ValidateGreedyPlannedPack(pack));
+      SV_CUDA_RETURN_IF_ERROR(LaunchGreedyPlannedPack(pack, slot.stream));
+    }
+  }
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, packed_offsets));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+  return CopyBack(work, il.draft_kv, /*results_bytes=*/0, packed_rows * row_bytes);
+}
+
+absl::Status CudaExecutor::CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes,
+                                              bool inject_fault) {
+  Slot& slot = *work.slot;
+  if (!work.mapped) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, slot.pinned_inputs.data(),
+                                            static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
+                                            slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    // A real runtime error from an invalid call on the slot's stream: the
+    // executor must treat it exactly like a failed launch.
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, dev, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::LaunchGreedyOnDevice(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  const GreedyHostInputs& in = work.batch->inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t rows = in.total_draft_rows();
+  const int64_t row_bytes = in.row_bytes;
+  const StagingLayout il = LayoutStaging(work.batch->shape);
+  const ResultLayout rl = LayoutResults(b);
+  work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
+  std::byte* const dev = work.mapped ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
+  std::byte* const res = work.mapped ? slot.mapped_results : slot.device_results.as<std::byte>();
+
+  GreedyDeviceBatch d;
+  d.params.input.num_sequences = b;
+  d.params.input.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
+  d.params.input.draft_tokens = reinterpret_cast<const int32_t*>(dev + il.draft_tokens);
+  d.params.input.target_tokens = reinterpret_cast<const int32_t*>(dev + il.target_tokens);
+  // Region rows are gathered into device memory even when the rest is read
+  // in place from pinned memory: the kernels then read them at HBM speed.
+  std::byte* const draft_kv =
+      work.batch->shape.kv_from_regions ? slot.device_inputs.as<std::byte>() + il.draft_kv
+                                        : dev + il.draft_kv;
+  d.params.input.draft_kv = row_bytes > 0 ? draft_kv : nullptr;
+  d.params.input.row_bytes = row_bytes;
+  d.params.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
+  d.params.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
+  d.params.output.packed_row_offsets = reinterpret_cast<int32_t*>(res + rl.packed_offsets);
+  d.params.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
+  d.params.output.packed_kv = row_bytes > 0 ? work.batch->packed_kv : nullptr;
+  d.total_draft_rows = rows;
+  d.max_gamma = in.max_gamma();
+  SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(d, slot.scratch.view));
+
+  SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault));
+  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, draft_kv));
+  SV_CUDA_RETURN_IF_ERROR(
+      dispatcher_->Launch(d, slot.scratch.view, slot.stream, &work.path));
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, d.params.output.packed_row_offsets));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+  // The packed size is known on the device only: the upper bound comes back.
+  return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);
+}
+
+absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  const GreedyHostInputs& in = batch.inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t rows = in.total_draft_rows();
+  const int64_t row_bytes = in.row_bytes;
+  const bool sampled = batch.key.mode == VerifyMode::kSampled;
+  const StagingLayout il = LayoutStaging(batch.shape);
+  const ResultLayout rl = LayoutResults(b, rows);
+  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+  std::byte* const dev = slot.device_inputs.as<std::byte>();
+  std::byte* const res = slot.device_results.as<std::byte>();
+  work.mapped = false;  // tree batches always copy (results include the paths)
+  const auto i32 = [](std::byte* base, int64_t at) { return reinterpret_cast<int32_t*>(base + at); };
+
+  // Host views first: the checks the kernels rely on, on the staged bytes.
+  GreedyBatchInput greedy_in;
+  greedy_in.num_sequences = b;
+  greedy_in.draft_offsets = i32(dev, il.offsets);
+  greedy_in.draft_tokens = i32(dev, il.draft_tokens);
+  greedy_in.target_tokens = i32(dev, il.target_tokens);
+  greedy_in.draft_kv = row_bytes > 0 ? dev + il.draft_kv : nullptr;
+  greedy_in.row_bytes = row_bytes;
+  GreedyBatchOutput out;
+  out.accepted_lengths = i32(res, rl.accepted);
+  out.next_tokens = i32(res, rl.next);
+  out.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
+  out.packed_row_offsets = i32(res, rl.packed_offsets);
+  out.packed_kv = row_bytes > 0 ? batch.packed_kv : nullptr;
+  int32_t* const parents = i32(dev, il.parent_indices);
+  int32_t* const accepted_nodes = i32(res, rl.accepted_nodes);
+
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
+                                          cudaMemcpyHostToDevice, slot.stream));
+  if (sampled) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.device_sampled.data(), slot.pinned_sampled.data(),
+                                            static_cast<size_t>(il.sampled_total),
+                                            cudaMemcpyHostToDevice, slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
+  if (!sampled) {
+    SV_RETURN_IF_ERROR(ValidateTreeStructure(b, in.draft_offsets.data(), in.parent_indices.data(),
+                                             BackendTreeLimits()));
+    TreeGreedyDeviceBatch t;
+    t.params.input = greedy_in;
+    t.params.parent_indices = parents;
+    t.params.output = out;
+    t.params.accepted_nodes = accepted_nodes;
+    t.total_nodes = rows;
+    SV_RETURN_IF_ERROR(ValidateTreeGreedyDeviceBatch(t, slot.tree_scratch.view));
+    SV_CUDA_RETURN_IF_ERROR(LaunchTreeGreedyVerifyPack(t, slot.tree_scratch.view, slot.stream));
+    work.path = GreedyPath::kFused;
+  } else {
+    const RejectionSampleParams sampled_host = SampledHostParams(batch);
+    TreeSampleParams host;
+    host.input = sampled_host.input;
+    host.parent_indices = in.parent_indices.data();
+    host.output = sampled_host.output;
+    host.output.greedy_target_tokens = nullptr;
+    std::vector<int32_t> unused_paths(static_cast<size_t>(rows));
+    host.path_nodes = unused_paths.data();
+    SV_RETURN_IF_ERROR(ValidateTreeSampleBatch(host, BackendTreeLimits()));
+    const StagingLayout& sl = il;
+    std::byte* const sdev = slot.device_sampled.as<std::byte>();
+    TreeSampleParams d = host;
+    d.input.draft_offsets = greedy_in.draft_offsets;
+    d.input.draft_tokens = greedy_in.draft_tokens;
+    d.input.target_values = sdev + sl.target_values;
+    d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+    d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+    d.parent_indices = parents;
+    d.output.accepted_lengths = out.accepted_lengths;
+    d.output.next_tokens = out.next_tokens;
+    d.output.mismatch = out.mismatch;
+    d.output.status_codes = i32(res, rl.status_codes);
+    d.output.error_positions = i32(res, rl.error_positions);
+    d.output.greedy_target_tokens = nullptr;
+    d.path_nodes = i32(res, rl.path_nodes);
+    d.row_reads = nullptr;
+    SV_CUDA_RETURN_IF_ERROR(LaunchTreeSample(d, slot.stream));
+    TreePackParams pack;
+    pack.num_trees = b;
+    pack.node_offsets = greedy_in.draft_offsets;
+    pack.accepted_lengths = out.accepted_lengths;
+    pack.path_nodes = d.path_nodes;
+    pack.draft_kv = greedy_in.draft_kv;
+    pack.row_bytes = row_bytes;
+    pack.packed_row_offsets = out.packed_row_offsets;
+    pack.accepted_nodes = accepted_nodes;
+    pack.packed_kv = out.packed_kv;
+    SV_CUDA_RETURN_IF_ERROR(LaunchTreePack(pack, slot.tree_scratch.view, slot.stream));
+  }
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, out.packed_row_offsets));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+  // The packed size is known on the device only: the upper bound comes back.
+  return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);
+}
+
+absl::Status CudaExecutor::GatherRegionRows(const Work& work, const std::byte* tables,
+                                            std::byte* draft_kv) {
+  const Batch& batch = *work.batch;
+  if (!batch.shape.kv_from_regions || batch.inputs.row_bytes == 0) return absl::OkStatus();
+  const StagingLayout il = LayoutStaging(batch.shape);
+  RowGatherParams p;
+  p.num_sequences = batch.inputs.num_sequences();
+  p.total_rows = batch.inputs.total_draft_rows();
+  p.max_rows = batch.inputs.max_gamma();
+  p.row_bytes = batch.inputs.row_bytes;
+  p.draft_offsets = reinterpret_cast<const int32_t*>(tables + il.offsets);
+  p.sources = reinterpret_cast<const std::byte* const*>(tables + il.kv_sources);
+  p.rows = draft_kv;
+  SV_CUDA_RETURN_IF_ERROR(LaunchRowGather(p, work.slot->stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::DeliverRegionRows(const Work& work, const std::byte* tables,
+                                             const int32_t* packed_row_offsets) {
+  const Batch& batch = *work.batch;
+  if (batch.shape.deliveries == 0 || batch.packed_kv == nullptr) return absl::OkStatus();
+  const StagingLayout il = LayoutStaging(batch.shape);
+  PackedDeliveryParams p;
+  p.num_deliveries = batch.shape.deliveries;
+  for (const PackedDelivery& d : batch.regions.deliveries) p.max_rows = std::max(p.max_rows, d.max_rows);
+  p.row_bytes = batch.key.row_bytes;
+  p.deliveries = reinterpret_cast<const PackedDelivery*>(tables + il.deliveries);
+  p.packed_row_offsets = packed_row_offsets;
+  p.packed_kv = batch.packed_kv;
+  SV_CUDA_RETURN_IF_ERROR(LaunchPackedDelivery(p, work.slot->stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::CopyBack(Work& work, int64_t kv_section_offset,
+                                    int64_t results_bytes, int64_t packed_bytes) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  if (batch.wants_host_rows && packed_bytes > 0) {
+    // The packed rows of inline answers, into the pinned draft-KV section
+    // the H2D copy above has finished reading (same stream): the batcher
+    // copies each request's rows from there into its response, the one host
+    // copy on the way out.
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_inputs.as<std::byte>() + kv_section_offset,
+                                            batch.packed_kv, static_cast<size_t>(packed_bytes),
+                                            cudaMemcpyDeviceToHost, slot.stream));
+  }
+  work.results_bytes = results_bytes;
+  if (!work.mapped && results_bytes > 0) {  // mapped: the kernels wrote the pinned results already
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(),
+                                            slot.device_results.data(),
+                                            static_cast<size_t>(results_bytes),
+                                            cudaMemcpyDeviceToHost, slot.stream));
+  }
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.completed, slot.stream));
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
+  Slot& slot = *work.slot;
+  Batch& batch = *work.batch;
+  const GreedyHostInputs& in = batch.inputs;
+  const int32_t b = in.num_sequences();
+  const int64_t rows = in.total_draft_rows();
+  const int64_t row_bytes = in.row_bytes;
+  const StagingLayout il = LayoutStaging(batch.shape);
+  const StagingLayout& sl = il;
+  if (batch.key.vocab_size > kMaxSampledVocabSize) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "sampled batch with vocab ", batch.key.vocab_size,
+        " exceeds the CUDA executor's rejection-sampling scratch (vocab ",
+        kMaxSampledVocabSize, ")"));
+  }
+  // The host view (outputs into the batch's host results) for the checks the
+  // kernels rely on; the edge already enforced them per request.
+  const RejectionSampleParams host = SampledHostParams(batch);
+  SV_RETURN_IF_ERROR(ValidateRejectionBatch(host));
+
+  const ResultLayout rl = LayoutResults(b);
+  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+  std::byte* const dev = slot.device_inputs.as<std::byte>();
+  std::byte* const res = slot.device_results.as<std::byte>();
+  std::byte* const spin = slot.pinned_sampled.as<std::byte>();
+  std::byte* const sdev = slot.device_sampled.as<std::byte>();
+  int32_t* const greedy_targets = reinterpret_cast<int32_t*>(dev + il.target_tokens);
+
+  RejectionSampleParams d;
+  d.input = host.input;
+  d.input.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
+  d.input.draft_tokens = reinterpret_cast<const int32_t*>(dev + il.draft_tokens);
+  if (batch.key.values_in_regions) {
+    // Rows read where the worker's regions hold them, through device row tables.
+    d.input.target_values = nullptr;
+    d.input.draft_values = nullptr;
+    d.input.target_rows = reinterpret_cast<const void* const*>(sdev + sl.target_rows);
+    d.input.draft_rows = batch.key.has_draft_probs
+                             ? reinterpret_cast<const void* const*>(sdev + sl.draft_rows)
+                             : nullptr;
+  } else {
+    d.input.target_values = sdev + sl.target_values;
+    d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+  }
+  d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+  d.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
+  d.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
+  d.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
+  d.output.status_codes = reinterpret_cast<int32_t*>(res + rl.status_codes);
+  d.output.error_positions = reinterpret_cast<int32_t*>(res + rl.error_positions);
+  d.output.greedy_target_tokens = greedy_targets;
+
+  // The greedy pack over the outcome's target tokens reproduces k exactly;
+  // its next tokens go aside (the sampled ones are the answer).
+  GreedyDeviceBatch g;
+  g.params.input.num_sequences = b;
+  g.params.input.draft_offsets = d.input.draft_offsets;
+  g.params.input.draft_tokens = d.input.draft_tokens;
+  g.params.input.target_tokens = greedy_targets;
+  g.params.input.draft_kv = row_bytes > 0 ? dev + il.draft_kv : nullptr;
+  g.params.input.row_bytes = row_bytes;
+  g.params.output.accepted_lengths = d.output.accepted_lengths;
+  g.params.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.greedy_next);
+  g.params.output.packed_row_offsets = reinterpret_cast<int32_t*>(res + rl.packed_offsets);
+  g.params.output.mismatch = d.output.mismatch;
+  g.params.output.packed_kv = row_bytes > 0 ? batch.packed_kv : nullptr;
+  g.total_draft_rows = rows;
+  g.max_gamma = in.max_gamma();
+  SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(g, slot.scratch.view));
+
+  // The batch builder wrote both sections into the slot's pinned buffers:
+  // two H2D copies (the target-token section of the inputs is written by the
+  // sampling kernel; it travels uninitialized and is overwritten).
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
+                                          cudaMemcpyHostToDevice, slot.stream));
+  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sdev, spin, static_cast<size_t>(sl.sampled_total),
+                                          cudaMemcpyHostToDevice, slot.stream));
+
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
+  if (inject_fault) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
+                                            slot.stream));
+  }
+  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
+  SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
+  SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
+  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, g.params.output.packed_row_offsets));
+  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
+  // The packed size is known on the device only: the upper bound comes back.
+  return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);
+}
+
+}  // namespace specverify::server
