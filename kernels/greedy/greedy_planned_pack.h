@@ -10,7 +10,7 @@
 // no store waits for another sequence's accepted length. That dependence is
 // what holds the device-side paths (greedy_cuda.h) near 78% of a D2D copy at
 // the stress point (b = 32, gamma = 128, 4 KiB rows); this launch measured
-// 94-97% (docs/PERFORMANCE.md, issue #17 item 4).
+// 96% (docs/PERFORMANCE.md, issue #17 item 4).
 //
 // Tokens that are already in device memory (a library caller) keep the
 // device paths of greedy_cuda.h: bringing them to the host would cost a sync.
@@ -54,7 +54,8 @@ absl::Status ValidateGreedyPlannedPack(const GreedyPlannedPack& pack);
 cudaError_t LaunchGreedyPlannedPack(const GreedyPlannedPack& pack, cudaStream_t stream);
 
 // Tuning: each block copies up to this many bytes of one sequence's
-// accepted rows (run 2 of bench/greedy/results/2026-11-27-hostplan/).
+// accepted rows (8 KiB beat 16 and 32 KiB in runs 1-3 of
+// bench/greedy/results/2026-11-27-hostplan/).
 inline constexpr int64_t kPlannedPackBlockBytes = 8 * 1024;
 
 }  // namespace specverify

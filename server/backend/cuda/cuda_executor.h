@@ -4,9 +4,10 @@
 // one launch, or one gather from the workers' regions, and no results to
 // copy back); batches with more draft tokens than
 // CudaExecutorOptions::greedy_host_decision_max_rows are verified on the
-// device instead (fused or two-step). Sampled batches run the rejection-sampling kernels
-// (kernels/sampling), whose greedy_target_tokens then drive the device-side
-// greedy pack (fused or two-step, chosen per batch by the GreedyDispatcher).
+// device instead (fused or two-step). Sampled batches run the
+// rejection-sampling kernels (kernels/sampling), whose greedy_target_tokens
+// then drive the device-side greedy pack (fused or two-step, chosen per batch
+// by the GreedyDispatcher). The launches are in cuda_executor_launch.cc.
 //
 // Pipeline. Every device buffer, pinned buffer, stream, event and kernel
 // scratch is reserved at start-up for the configured limits; nothing is
@@ -15,17 +16,20 @@
 //                               the slot's pinned buffers, and the batch
 //                               builder copies the requests' payload into
 //                               them (the one host copy)
-//   Submit (same thread)     -> on the slot's stream, all asynchronous: one
-//                               H2D copy per section, event, the kernel(s),
-//                               event, one D2H copy of the results (and of
-//                               the packed rows into the slot's pinned
+//   Submit (same thread)     -> a greedy chain batch is decided on the host
+//                               here; then on the slot's stream, all
+//                               asynchronous: one H2D copy per section,
+//                               event, the kernel(s), event, one D2H copy of
+//                               the results (none when the host decided; and
+//                               of the packed rows into the slot's pinned
 //                               buffer when a request takes them inline),
 //                               completion event; returns at once
 //   completion thread        -> waits on the completion event (the one sync
 //                               of a batch), checks the stream's error, copies
-//                               the pinned results into the Batch, calls
-//                               `done`; the slot goes back when the batcher
-//                               destroys the batch (its StagingLease)
+//                               the pinned results into the Batch (unless the
+//                               host decided them), calls `done`; the slot
+//                               goes back when the batcher destroys the batch
+//                               (its StagingLease)
 // With two or more slots (each its own stream, pinned staging, device inputs
 // and results, events and GreedyScratch) the staging of batch N+1 and the
 // completion work of batch N-1 overlap the execution of batch N.
