@@ -41,10 +41,16 @@ struct Decision {
   int32_t next;     // greedy only
   int32_t drafted;  // x_k when k < gamma, else -1
   bool race;
-  // Exact logits: the normalizers of the rows the race samples (target row
-  // k; draft row k when k < gamma), as the deciding lane read them.
-  RowNormalizer target_norm;
-  RowNormalizer draft_norm;
+};
+
+// Exact logits: the normalizers of the rows the race samples (target row k;
+// draft row k when k < gamma), as the deciding lane read them. Apart from
+// Decision, so that the other races' block broadcast stays as small as it
+// was: with them inside, probabilities B=128 ran 1.2 us slower (H100, run 3
+// of bench/sampling/results/2026-11-27-stream).
+struct SampledRowNorms {
+  RowNormalizer target;
+  RowNormalizer draft;
 };
 
 __device__ __forceinline__ RowNormalizer ShuffleNorm(const RowNormalizer& n, int lane) {
@@ -128,13 +134,15 @@ __device__ __forceinline__ DecisionInputs LoadDecisionInputs(const RejectionBatc
 
 template <SampleDtype D, RaceMode M>
 __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t gamma,
-                           const SequenceSamplingParams& s, const DecisionInputs& preloaded) {
+                           const SequenceSamplingParams& s, const DecisionInputs& preloaded,
+                           SampledRowNorms& sampled_norms) {
   using Traits = RaceModeTraits<M>;
   const RejectionBatchInput& in = a.in;
   const int64_t target_row0 = static_cast<int64_t>(first) + i;
   const int64_t draft_slot0 = a.num_target_rows + first;
   const DeviceRowNorm* norms = a.scratch.norms;
-  Decision d{kRejectionOk, -1, 0, -1, -1, false, RowNormalizer{}, RowNormalizer{}};
+  Decision d{kRejectionOk, -1, 0, -1, -1, false};
+  sampled_norms = SampledRowNorms{};
   if (rejection::SequenceParamsCode(Traits::kKind, Traits::kMethod, s) != kRejectionOk) {
     d.code = kRejectionBadSequenceParams;
     return d;
@@ -230,8 +238,8 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
     // them again after the decision (a round trip on their chain).
     if (Traits::kLogitsExact && first_reject < 0 && (reject_mask || gamma - base < 32)) {
       const int source = reject_mask ? __ffs(reject_mask) - 1 : gamma - base;
-      d.target_norm = ShuffleNorm(tn.norm, source);
-      d.draft_norm = ShuffleNorm(dn.norm, source);
+      sampled_norms.target = ShuffleNorm(tn.norm, source);
+      sampled_norms.draft = ShuffleNorm(dn.norm, source);
     }
     if (first_reject < 0 && reject_mask) {
       first_reject = base + __ffs(reject_mask) - 1;
@@ -251,7 +259,7 @@ __device__ Decision Decide(const RaceArgs& a, int32_t i, int32_t first, int32_t 
     d.k = first_reject < 0 ? gamma : first_reject;
     d.drafted = first_reject < 0 ? -1 : drafted_at_reject;
     if (greedy) {
-      d.next = d.target_norm.argmax;
+      d.next = sampled_norms.target.argmax;
     } else {
       d.race = true;
     }

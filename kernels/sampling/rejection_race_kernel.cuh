@@ -16,6 +16,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   extern __shared__ __align__(16) unsigned char race_stage[];  // kRaceStageBytes
   __shared__ BlockBounds block_bounds;
   __shared__ Decision block_decision;
+  __shared__ SampledRowNorms block_norms;  // exact logits only
   const RejectionBatchInput& in = a.in;
   // Flattened (sequence, share) grid: b may exceed gridDim.y's 65535.
   const int32_t i = blockIdx.x / a.blocks_per_sequence;
@@ -81,9 +82,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   // decision's instructions, and the race is instruction-bound); the barrier
   // also publishes block_bounds' initial value.
   if (threadIdx.x < 32) {
-    const Decision decided = Decide<D, M>(a, i, first, gamma, s, preloaded);
+    SampledRowNorms norms;
+    const Decision decided = Decide<D, M>(a, i, first, gamma, s, preloaded, norms);
     if (threadIdx.x == 0) {
       block_decision = decided;
+      if constexpr (Traits::kLogitsExact) block_norms = norms;
       block_bounds = BlockBounds{0x7f800000u, 0x7f800000u};  // +inf
     }
   }
@@ -106,9 +109,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   share.target_probability = RowProbability{Traits::kKind, Traits::kMethod, inv_t, RowNormalizer{}, in.sigmoid_alpha,
                                             detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
   share.draft_probability = share.target_probability;
-  if (Traits::kLogitsExact) {
-    share.target_probability.norm = d.target_norm;
-    if (use_draft_row) share.draft_probability.norm = d.draft_norm;
+  if constexpr (Traits::kLogitsExact) {
+    share.target_probability.norm = block_norms.target;
+    if (use_draft_row) share.draft_probability.norm = block_norms.draft;
     // The bounds' per-row constants (LogitUpper, LogitLower): 1/Z within 0.1%, either side.
     const float scale = rejection::LogitScale(inv_t);
     const float target_inv = __frcp_rn(share.target_probability.norm.sum);
