@@ -48,7 +48,8 @@ enum class RejectReason {
   kClientArenaQuota
 };
 
-// Which implementation ran a batch (the dispatcher's decision on CUDA).
+// Which implementation ran a batch (on CUDA: decided on the host, or the
+// dispatcher's fused / two-step choice, or the sampling kernels).
 enum class ExecutionPathLabel { kFused, kTwoStep, kCpu, kNoop, kSampling, kHostDecided };
 
 struct BatchReport {
