@@ -159,7 +159,7 @@ class CudaExecutor final : public Backend {
   // A greedy chain batch: the host's decision into the batch's results and
   // the staged packed offsets, one H2D copy, then the accepted rows only
   // (GreedyPlannedPack, or LaunchRowGather from regions) and deliveries.
-  absl::Status LaunchGreedyChains(Work& work, bool inject_fault);
+  absl::Status LaunchGreedyDecidedOnHost(Work& work, bool inject_fault);
   // The same batch verified and packed on the device (more draft tokens than
   // greedy_host_decision_max_rows): the dispatcher's fused or two-step path,
   // results copied back.

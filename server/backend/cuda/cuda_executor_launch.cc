@@ -21,11 +21,11 @@ absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   if (work.batch->key.tree) return LaunchTree(work, inject_fault);
   if (work.batch->key.mode == VerifyMode::kSampled) return LaunchSampled(work, inject_fault);
   return work.batch->inputs.total_draft_rows() <= options_.greedy_host_decision_max_rows
-             ? LaunchGreedyChains(work, inject_fault)
+             ? LaunchGreedyDecidedOnHost(work, inject_fault)
              : LaunchGreedyOnDevice(work, inject_fault);
 }
 
-absl::Status CudaExecutor::LaunchGreedyChains(Work& work, bool inject_fault) {
+absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fault) {
   Slot& slot = *work.slot;
   Batch& batch = *work.batch;
   const GreedyHostInputs& in = batch.inputs;
