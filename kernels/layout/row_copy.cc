@@ -9,9 +9,10 @@ absl::Status ValidateRowGather(const RowGatherParams& p) {
     return absl::InvalidArgumentError(
         "row gather: num_sequences, total_rows, max_rows >= 0 and row_bytes > 0");
   }
-  if (p.num_sequences > 0 &&
-      (p.draft_offsets == nullptr || p.sources == nullptr || p.rows == nullptr)) {
-    return absl::InvalidArgumentError("row gather: draft_offsets, sources and rows must be set");
+  if (p.num_sequences > 0 && (p.draft_offsets == nullptr || p.sources == nullptr ||
+                              (p.rows == nullptr && p.destinations == nullptr))) {
+    return absl::InvalidArgumentError(
+        "row gather: draft_offsets, sources and rows or destinations must be set");
   }
   return absl::OkStatus();
 }
@@ -33,8 +34,10 @@ void ReferenceRowGather(const RowGatherParams& p) {
   for (int32_t i = 0; i < p.num_sequences; ++i) {
     const int64_t rows = p.draft_offsets[i + 1] - p.draft_offsets[i];
     if (rows == 0) continue;
-    std::memcpy(p.rows + int64_t{p.draft_offsets[i]} * p.row_bytes, p.sources[i],
-                static_cast<size_t>(rows * p.row_bytes));
+    std::byte* const to = p.destinations != nullptr
+                              ? p.destinations[i]
+                              : p.rows + int64_t{p.draft_offsets[i]} * p.row_bytes;
+    std::memcpy(to, p.sources[i], static_cast<size_t>(rows * p.row_bytes));
   }
 }
 

@@ -40,8 +40,10 @@ __global__ void RowGatherKernel(const RowGatherParams p) {
   const int32_t row0 = blockIdx.x * kRowsPerBlock;
   if (row0 >= rows) return;
   const int32_t n = min(kRowsPerBlock, rows - row0);
-  BlockCopy(p.rows + (int64_t{first} + row0) * p.row_bytes,
-            p.sources[seq] + int64_t{row0} * p.row_bytes, int64_t{n} * p.row_bytes);
+  std::byte* const to =
+      p.destinations != nullptr ? p.destinations[seq] : p.rows + int64_t{first} * p.row_bytes;
+  BlockCopy(to + int64_t{row0} * p.row_bytes, p.sources[seq] + int64_t{row0} * p.row_bytes,
+            int64_t{n} * p.row_bytes);
 }
 
 // grid: (row chunks, deliveries).

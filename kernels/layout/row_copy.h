@@ -8,7 +8,9 @@
 //    (TMA bulk loads), which rows scattered over regions cannot offer. When
 //    the host already decided the batch (greedy_planned_pack.h), the same
 //    gather over the packed offsets copies only the accepted rows, straight
-//    to their packed place.
+//    to their packed place -- or, with a destination per sequence, straight
+//    into the KV_RETURN_REGION output of the request it belongs to, so
+//    those rows are copied once, not packed and then delivered.
 //  * Deliver: the packed rows of each request that asked for KV_RETURN_REGION
 //    are copied from the batch's packed buffer into that request's output
 //    tensor. How many rows a request packed is known only on the device
@@ -37,6 +39,9 @@ struct RowGatherParams {
   // [b] sequence i's gamma_i rows, contiguous, read-only.
   const std::byte* const* sources = nullptr;
   std::byte* rows = nullptr;               // [offsets[b] * row_bytes], write-only
+  // Optional, [b]: where sequence i's rows go instead of rows + offsets[i] *
+  // row_bytes (then `rows` may be null). The ranges must not overlap.
+  std::byte* const* destinations = nullptr;
 };
 
 // One output tensor: the rows [packed_row_offsets[first_sequence],

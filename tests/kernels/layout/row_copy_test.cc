@@ -74,6 +74,40 @@ TEST(RowCopyReferenceTest, GatherLaysEverySequencesRowsAtItsOffset) {
   }
 }
 
+TEST(RowCopyReferenceTest, GatherWithDestinationsWritesEachSequenceWhereItsTableSays) {
+  // The host-decided greedy path's use: sequence i copies offsets[i+1] -
+  // offsets[i] rows (its accepted rows) to destinations[i]; nothing else of
+  // any destination buffer changes.
+  const Scattered s = MakeScattered({3, 1, 4, 2}, 12);
+  const std::vector<int32_t> accepted_offsets = {0, 2, 2, 6, 7};  // k = 2, 0, 4, 1
+  std::vector<const std::byte*> sources;
+  for (const auto& v : s.sources) sources.push_back(v.data() + 1);
+  std::vector<std::vector<std::byte>> outputs(4, std::vector<std::byte>(6 * 12, std::byte{0xEE}));
+  const int64_t at[] = {12, 0, 0, 24};  // bytes into each output
+  std::vector<std::byte*> destinations;
+  for (int i = 0; i < 4; ++i) destinations.push_back(outputs[i].data() + at[i]);
+  RowGatherParams p;
+  p.num_sequences = 4;
+  p.total_rows = 7;
+  p.max_rows = 4;
+  p.row_bytes = s.row_bytes;
+  p.draft_offsets = accepted_offsets.data();
+  p.sources = sources.data();
+  p.destinations = destinations.data();
+  ASSERT_TRUE(ValidateRowGather(p).ok());
+  ReferenceRowGather(p);
+  for (int32_t i = 0; i < 4; ++i) {
+    const int64_t rows = accepted_offsets[i + 1] - accepted_offsets[i];
+    for (int64_t b = 0; b < static_cast<int64_t>(outputs[i].size()); ++b) {
+      const int64_t rel = b - at[i];
+      const std::byte expected = rel >= 0 && rel < rows * s.row_bytes
+                                     ? s.Byte(i, rel / s.row_bytes, rel % s.row_bytes)
+                                     : std::byte{0xEE};
+      ASSERT_EQ(outputs[i][b], expected) << "sequence " << i << " byte " << b;
+    }
+  }
+}
+
 TEST(RowCopyReferenceTest, DeliveryCopiesEachRequestsPackedRowsAndNothingMore) {
   constexpr int64_t kRowBytes = 8;
   // 5 sequences, packed rows (k) 2, 0, 3, 1, 0; requests {0,1}, {2}, {3,4}.
@@ -116,6 +150,14 @@ TEST(RowCopyReferenceTest, ValidationNamesWhatIsMissing) {
   EXPECT_FALSE(ValidateRowGather(g).ok());
   g.row_bytes = 4;
   EXPECT_FALSE(ValidateRowGather(g).ok());  // pointers unset
+  const int32_t offsets[] = {0, 1};
+  const std::byte* source = nullptr;
+  g.draft_offsets = offsets;
+  g.sources = &source;
+  EXPECT_FALSE(ValidateRowGather(g).ok());  // neither rows nor destinations
+  std::byte* destination = nullptr;
+  g.destinations = &destination;
+  EXPECT_TRUE(ValidateRowGather(g).ok());
   PackedDeliveryParams d;
   d.num_deliveries = 1;
   d.row_bytes = 4;
@@ -220,6 +262,57 @@ TEST_F(RowCopyCudaTest, GatherAndDeliveryMatchTheReferences) {
       ASSERT_EQ(cudaMemcpy(got.data(), dev_out[i], got.size(), cudaMemcpyDeviceToHost),
                 cudaSuccess);
       ASSERT_EQ(got, host_out[i]) << "delivery " << i << ", row_bytes " << row_bytes;
+    }
+  }
+}
+
+// The gather with a destination per sequence (the host-decided greedy path's
+// KV_RETURN_REGION copy): every destination buffer equals the reference's,
+// including the bytes it must leave alone.
+TEST_F(RowCopyCudaTest, GatherToPerSequenceDestinationsMatchesTheReference) {
+  for (int64_t row_bytes : {1, 6, 16, 100, 4096}) {
+    SplitMix64 rng(static_cast<uint64_t>(row_bytes) + 99);
+    std::vector<int32_t> gammas(29);
+    for (int32_t& g : gammas) g = 1 + static_cast<int32_t>(rng.NextBelow(12));
+    const Scattered s = MakeScattered(gammas, row_bytes);
+    std::vector<int32_t> accepted_offsets = {0};
+    int32_t max_rows = 0;
+    for (int32_t g : gammas) {
+      const int32_t k = static_cast<int32_t>(rng.NextBelow(static_cast<uint64_t>(g) + 1));
+      accepted_offsets.push_back(accepted_offsets.back() + k);
+      max_rows = std::max(max_rows, k);
+    }
+    std::vector<const std::byte*> host_sources, device_sources;
+    std::vector<std::vector<std::byte>> host_out;
+    std::vector<std::byte*> host_dst, device_dst;
+    for (size_t i = 0; i < gammas.size(); ++i) {
+      host_sources.push_back(s.sources[i].data() + 1);
+      device_sources.push_back(Device(s.sources[i].data(), s.sources[i].size()) + 1);
+      // Room for gamma rows plus one odd byte in front of the destination.
+      host_out.emplace_back(static_cast<size_t>(gammas[i] * row_bytes) + 1, std::byte{0x5A});
+      std::byte* d = Device(host_out.back().data(), host_out.back().size());
+      host_dst.push_back(host_out.back().data() + 1);
+      device_dst.push_back(d + 1);
+    }
+    RowGatherParams p;
+    p.num_sequences = static_cast<int32_t>(gammas.size());
+    p.total_rows = accepted_offsets.back();
+    p.max_rows = max_rows;
+    p.row_bytes = row_bytes;
+    p.draft_offsets = accepted_offsets.data();
+    p.sources = host_sources.data();
+    p.destinations = host_dst.data();
+    ReferenceRowGather(p);
+    p.draft_offsets = Device(accepted_offsets.data(), accepted_offsets.size());
+    p.sources = Device(device_sources.data(), device_sources.size());
+    p.destinations = Device(device_dst.data(), device_dst.size());
+    ASSERT_EQ(LaunchRowGather(p, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (size_t i = 0; i < gammas.size(); ++i) {
+      std::vector<std::byte> got(host_out[i].size());
+      ASSERT_EQ(cudaMemcpy(got.data(), device_dst[i] - 1, got.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      ASSERT_EQ(got, host_out[i]) << "sequence " << i << ", row_bytes " << row_bytes;
     }
   }
 }
