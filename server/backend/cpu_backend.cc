@@ -4,6 +4,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -13,7 +14,9 @@
 #include "kernels/greedy/greedy_reference.h"
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/sampling/rejection_validate.h"
+#include "kernels/layout/row_copy.h"
 #include "kernels/tree/tree_reference.h"
+#include "server/backend/accepted_row_copies.h"
 #include "server/backend/host_region_copies.h"
 #include "server/regions/host_region.h"
 
@@ -109,12 +112,24 @@ void CpuBackend::ForEachSequenceRange(
 }
 
 // Phases 2 and 3 of verify-and-pack, shared by both modes: offsets (serial),
-// then the accepted rows copied in parallel ranges.
-void CpuBackend::PackAcceptedRows(const GreedyVerifyParams& params, int64_t work) {
+// then the accepted rows copied in parallel ranges. Rows in regions are read
+// there (no gather into the staging first), and a KV_RETURN_REGION request's
+// rows are written into its output (no pack into the arena first).
+void CpuBackend::PackAcceptedRows(Batch& batch, const GreedyVerifyParams& params, int64_t work) {
   ReferencePackedRowOffsets(params);
-  if (params.input.row_bytes == 0) return;
-  ForEachSequenceRange(work, params.input.num_sequences, [&](int32_t begin, int32_t end) {
-    ReferencePackRange(params, begin, end);
+  const int32_t b = params.input.num_sequences;
+  if (params.input.row_bytes == 0 || b == 0) return;
+  std::vector<const std::byte*> sources(static_cast<size_t>(b));
+  std::vector<std::byte*> destinations(static_cast<size_t>(b));
+  PlanAcceptedRowCopies(batch, batch.inputs.draft_kv.data(), sources, destinations);
+  ForEachSequenceRange(work, b, [&](int32_t begin, int32_t end) {
+    RowGatherParams range;
+    range.num_sequences = end - begin;
+    range.row_bytes = params.input.row_bytes;
+    range.draft_offsets = params.output.packed_row_offsets + begin;
+    range.sources = sources.data() + begin;
+    range.destinations = destinations.data() + begin;
+    ReferenceRowGather(range);
   });
 }
 
@@ -174,7 +189,6 @@ absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   RejectionSampleParams sample = SampledHostParams(batch);
   // The edge validated every request; this guards the reference's contract.
   SV_RETURN_IF_ERROR(ValidateRejectionBatch(sample));
-  GatherRegionRowsOnHost(batch);
   // Sequences are independent: split them when the rows read are many.
   const int64_t work = batch.inputs.total_draft_rows() +
                        int64_t{b} * batch.key.vocab_size / 16 +
@@ -184,8 +198,7 @@ absl::Status CpuBackend::ExecuteSampled(Batch& batch) {
   });
   // The greedy pack phases on the sampled lengths (a refused sequence has
   // k = 0 and packs nothing).
-  PackAcceptedRows(GreedyParamsOf(batch), work);
-  DeliverPackedRowsOnHost(batch);
+  PackAcceptedRows(batch, GreedyParamsOf(batch), work);
   batch.path = ExecutionPathLabel::kSampling;
   batch.verified = true;
   batch.packed_kv_host = batch.packed_kv;  // the arena is host memory
@@ -200,15 +213,13 @@ absl::Status CpuBackend::Execute(Batch& batch) {
   const absl::Time start = absl::Now();
   const int32_t b = batch.inputs.num_sequences();
   batch.results.Resize(b);
-  GatherRegionRowsOnHost(batch);
   const GreedyVerifyParams params = GreedyParamsOf(batch);
   const int64_t work = batch.inputs.total_draft_rows() +
                        batch.inputs.total_draft_rows() * batch.inputs.row_bytes / 64;
   ForEachSequenceRange(work, b, [&](int32_t begin, int32_t end) {
     ReferenceGreedyVerifyRange(params, begin, end);
   });
-  PackAcceptedRows(params, work);
-  DeliverPackedRowsOnHost(batch);
+  PackAcceptedRows(batch, params, work);
   batch.path = ExecutionPathLabel::kCpu;
   batch.verified = true;
   batch.packed_kv_host = batch.packed_kv;  // the arena is host memory

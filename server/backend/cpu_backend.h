@@ -58,7 +58,11 @@ class CpuBackend final : public Backend {
   // min_parallel_work: handing ranges to the pool costs microseconds.
   void ForEachSequenceRange(int64_t work, int32_t num_sequences,
                             const std::function<void(int32_t begin, int32_t end)>& fn);
-  void PackAcceptedRows(const GreedyVerifyParams& params, int64_t work);
+  // Packs a chain batch once its accepted lengths are in batch.results: the
+  // packed offsets, then each accepted row copied once, in parallel ranges,
+  // from its region or staging to where it is answered
+  // (accepted_row_copies.h).
+  void PackAcceptedRows(Batch& batch, const GreedyVerifyParams& params, int64_t work);
 
   const CpuBackendOptions options_;
   HostStagingPool staging_{options_.max_batches_in_flight};

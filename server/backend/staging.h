@@ -15,7 +15,9 @@
 // section is one memcpy):
 //   inputs:  draft_offsets[b+1] | draft_tokens[rows] | target_tokens[rows+b]
 //            | parent_indices[rows] (tree batches) | kv_sources[b] | deliveries[d]
-//            | packed_offsets[b+1] (greedy chains) | draft_kv
+//            | packed_offsets[b+1] (greedy chains)
+//            | copy_sources[b] | copy_destinations[b] (greedy chains with
+//              deliveries) | draft_kv
 //   sampled: sequence params[b] | target_rows[rows+b] | draft_rows[rows]
 //            | target values | draft values   (sampled batches)
 // The data plane's tables (docs/DATA_PLANE.md) take no bytes unless the batch
@@ -25,7 +27,11 @@
 // distribution rows read in place (then no values are staged).
 // packed_offsets is written by the CUDA executor, not the builder: a greedy
 // chain batch is decided on the host (kernels/greedy/greedy_planned_pack.h)
-// and the device copies read where each sequence's accepted rows go.
+// and the device copies read where each sequence's accepted rows go. So are
+// copy_sources / copy_destinations, when such a batch has KV_RETURN_REGION
+// requests: one row gather then copies each sequence's accepted rows from
+// where they are staged (or in their region) straight to where they are
+// answered (the request's kv_output, or the packed buffer for the others).
 #ifndef SPECVERIFY_SERVER_BACKEND_STAGING_H_
 #define SPECVERIFY_SERVER_BACKEND_STAGING_H_
 
@@ -67,7 +73,8 @@ inline int64_t StagingAlignUp(int64_t x) {
 // so the layout of the largest batch bounds every smaller one.
 struct StagingLayout {
   int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, parent_indices = 0, kv_sources = 0,
-          deliveries = 0, packed_offsets = 0, draft_kv = 0, inputs_total = 0;
+          deliveries = 0, packed_offsets = 0, copy_sources = 0, copy_destinations = 0,
+          draft_kv = 0, inputs_total = 0;
   // The part of the inputs section the batch builder writes: all of it, or
   // up to draft_kv when the backend gathers the KV rows from regions.
   int64_t inputs_host_filled = 0;

@@ -12,6 +12,7 @@
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/tree/tree_cuda.h"
 #include "kernels/tree/tree_reference.h"
+#include "server/backend/accepted_row_copies.h"
 #include "server/backend/cuda/cuda_executor.h"
 #include "server/backend/cuda/cuda_result_layout.h"
 
@@ -56,12 +57,34 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
   const int32_t max_accepted =
       *std::max_element(batch.results.accepted_lengths.begin(), batch.results.accepted_lengths.end());
 
+  // KV_RETURN_REGION requests take their rows straight from the copy that
+  // reads them, not through the arena and a delivery after it.
+  const bool direct = row_bytes > 0 && batch.shape.deliveries > 0;
+  if (direct) {
+    PlanAcceptedRowCopies(
+        batch, dev + il.draft_kv,
+        {reinterpret_cast<const std::byte**>(pin + il.copy_sources), static_cast<size_t>(b)},
+        {reinterpret_cast<std::byte**>(pin + il.copy_destinations), static_cast<size_t>(b)});
+  }
+
   // The staged inputs: offsets, tokens (a few bytes a row; no kernel reads
-  // them, but skipping them would cost a second copy), tables and packed
-  // offsets, and the draft rows unless they are in regions.
+  // them, but skipping them would cost a second copy), tables, packed
+  // offsets and copy plan, and the draft rows unless they are in regions.
   SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault));
   if (row_bytes > 0 && packed_rows > 0) {
-    if (batch.shape.kv_from_regions) {
+    if (direct) {
+      // One gather: accepted rows only (the per-sequence counts are the
+      // k's), from where they are to where they are answered.
+      RowGatherParams gather;
+      gather.num_sequences = b;
+      gather.total_rows = packed_rows;
+      gather.max_rows = max_accepted;
+      gather.row_bytes = row_bytes;
+      gather.draft_offsets = packed_offsets;
+      gather.sources = reinterpret_cast<const std::byte* const*>(dev + il.copy_sources);
+      gather.destinations = reinterpret_cast<std::byte* const*>(dev + il.copy_destinations);
+      SV_CUDA_RETURN_IF_ERROR(LaunchRowGather(gather, slot.stream));
+    } else if (batch.shape.kv_from_regions) {
       // Accepted rows only, from the workers' regions straight to their
       // packed place: the gather's per-sequence row counts are the k's.
       RowGatherParams gather;
@@ -86,7 +109,6 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
       SV_CUDA_RETURN_IF_ERROR(LaunchGreedyPlannedPack(pack, slot.stream));
     }
   }
-  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, packed_offsets));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   return CopyBack(work, il.draft_kv, /*results_bytes=*/0, packed_rows * row_bytes);
 }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -207,6 +208,151 @@ INSTANTIATE_TEST_SUITE_P(EveryPath, CudaExecutorPathTest,
                            return absl::StrCat(PathName(info.param.path),
                                                info.param.mapped ? "_mapped" : "_copied");
                          });
+
+// A batch whose requests 0 and 2 (of four) return into regions, with the KV
+// rows staged or in device "regions" (scattered, in reverse order): on every
+// path each output gets exactly its request's accepted rows and nothing past
+// them, and the other requests' rows are packed in the arena. A host-decided
+// batch copies the region requests' rows once, straight into their outputs:
+// their range of the arena is never written.
+class CudaExecutorRegionReturnTest
+    : public ::testing::TestWithParam<std::tuple<ExecutionPathLabel, bool>> {};
+
+TEST_P(CudaExecutorRegionReturnTest, EachOutputGetsItsRequestsRowsAndTheOthersArePacked) {
+  SKIP_WITHOUT_GPU();
+  const auto [path, kv_from_regions] = GetParam();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(OptionsForPath(path));
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 22);
+  ASSERT_THAT(arena, IsOk());
+  for (const int64_t row_bytes : {int64_t{100}, int64_t{4096}}) {
+    SCOPED_TRACE(::testing::Message() << "row_bytes " << row_bytes);
+    GreedyWorkloadOptions wo;
+    wo.num_sequences = 12;
+    wo.gamma_min = 1;
+    wo.gamma_max = 12;
+    wo.alpha = 0.7;
+    wo.row_bytes = row_bytes;
+    wo.seed = 9;
+    const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+    const GreedyExpected& e = w.expected;
+    constexpr int32_t kPerRequest = 3;
+    constexpr int32_t kRequests = 4;
+    const auto returns_into_region = [](int32_t r) { return r % 2 == 0; };
+    const int64_t rows = w.total_draft_rows();
+
+    auto batch = std::make_unique<Batch>();
+    batch->key.row_bytes = row_bytes;
+    batch->key.kv_in_regions = kv_from_regions;
+    StagingShape shape;
+    shape.sequences = w.num_sequences();
+    shape.draft_rows = rows;
+    shape.kv_bytes = rows * row_bytes;
+    shape.kv_from_regions = kv_from_regions;
+    shape.deliveries = 2;
+    absl::StatusOr<std::unique_ptr<StagingLease>> lease =
+        (*executor)->AcquireStaging(shape, batch.get());
+    ASSERT_THAT(lease, IsOk());
+    batch->staging = *std::move(lease);
+    GreedyHostInputs& in = batch->inputs;
+    std::copy(w.draft_offsets.begin(), w.draft_offsets.end(), in.draft_offsets.begin());
+    std::copy(w.draft_tokens.begin(), w.draft_tokens.end(), in.draft_tokens.begin());
+    std::copy(w.target_tokens.begin(), w.target_tokens.end(), in.target_tokens.begin());
+    in.row_bytes = row_bytes;
+    std::vector<void*> owned;
+    const auto device_copy = [&](const std::byte* host, int64_t bytes, int poison) {
+      void* d = nullptr;
+      EXPECT_EQ(cudaMalloc(&d, static_cast<size_t>(bytes)), cudaSuccess);
+      owned.push_back(d);
+      if (host != nullptr) {
+        EXPECT_EQ(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+      } else {
+        EXPECT_EQ(cudaMemset(d, poison, bytes), cudaSuccess);
+      }
+      return static_cast<std::byte*>(d);
+    };
+    if (kv_from_regions) {
+      // One region, sequences laid out last to first.
+      std::vector<std::byte> region(static_cast<size_t>(rows * row_bytes));
+      std::vector<int64_t> at(w.num_sequences());
+      int64_t next = 0;
+      for (int32_t i = w.num_sequences() - 1; i >= 0; --i) {
+        const int64_t bytes = int64_t{w.gamma(i)} * row_bytes;
+        std::copy_n(w.draft_kv.begin() + int64_t{w.draft_offsets[i]} * row_bytes, bytes,
+                    region.begin() + next);
+        at[i] = next;
+        next += bytes;
+      }
+      std::byte* d = device_copy(region.data(), static_cast<int64_t>(region.size()), 0);
+      for (int32_t i = 0; i < w.num_sequences(); ++i) batch->regions.kv_sources[i] = d + at[i];
+    } else {
+      std::copy(w.draft_kv.begin(), w.draft_kv.end(), in.draft_kv.begin());
+    }
+    std::vector<std::byte*> outputs(kRequests, nullptr);
+    int32_t delivery = 0;
+    for (int32_t r = 0; r < kRequests; ++r) {
+      if (!returns_into_region(r)) continue;
+      const int32_t first = r * kPerRequest;
+      PackedDelivery& d = batch->regions.deliveries[delivery++];
+      d = PackedDelivery{};
+      d.first_sequence = first;
+      d.num_sequences = kPerRequest;
+      d.max_rows = w.draft_offsets[first + kPerRequest] - w.draft_offsets[first];
+      outputs[r] = device_copy(nullptr, int64_t{d.max_rows} * row_bytes, 0xA5);
+      d.destination = outputs[r];
+    }
+    batch->packed_kv = (*arena)->base();
+    PoisonArena(**arena, 0, rows * row_bytes);
+
+    Outcome out = RunBatch(**executor, std::move(batch));
+    ASSERT_THAT(out.status, IsOk());
+    EXPECT_EQ(out.batch->path, path);
+    EXPECT_EQ(out.batch->results.accepted_lengths, e.accepted_lengths);
+    EXPECT_EQ(out.batch->results.next_tokens, e.next_tokens);
+    ASSERT_EQ(out.batch->results.packed_row_offsets, e.packed_row_offsets);
+    std::vector<std::byte> packed(static_cast<size_t>(rows * row_bytes));
+    ASSERT_THAT((*arena)->CopyToHost(0, rows * row_bytes, packed.data()), IsOk());
+    for (int32_t r = 0; r < kRequests; ++r) {
+      SCOPED_TRACE(::testing::Message() << "request " << r);
+      const int32_t first = r * kPerRequest;
+      const int64_t begin = int64_t{e.packed_row_offsets[first]} * row_bytes;
+      const int64_t end = int64_t{e.packed_row_offsets[first + kPerRequest]} * row_bytes;
+      const std::span<const std::byte> want =
+          std::span<const std::byte>(e.packed_kv).subspan(begin, end - begin);
+      const std::span<const std::byte> arena_range =
+          std::span<const std::byte>(packed).subspan(begin, end - begin);
+      if (!returns_into_region(r)) {
+        EXPECT_TRUE(::specverify::testing::BytesEqual(arena_range, want));
+        continue;
+      }
+      const int64_t capacity =
+          int64_t{w.draft_offsets[first + kPerRequest] - w.draft_offsets[first]} * row_bytes;
+      std::vector<std::byte> got(static_cast<size_t>(capacity));
+      ASSERT_EQ(cudaMemcpy(got.data(), outputs[r], capacity, cudaMemcpyDeviceToHost), cudaSuccess);
+      EXPECT_TRUE(::specverify::testing::BytesEqual(
+          std::span<const std::byte>(got).first(want.size()), want));
+      EXPECT_TRUE(::specverify::testing::AllBytesAre(
+          std::span<const std::byte>(got).subspan(want.size()), kPoison));
+      if (path == ExecutionPathLabel::kHostDecided) {
+        EXPECT_TRUE(::specverify::testing::AllBytesAre(arena_range, kPoison))
+            << "the host-decided path copied region-returned rows through the arena";
+      }
+    }
+    for (void* d : owned) EXPECT_EQ(cudaFree(d), cudaSuccess);
+  }
+  EXPECT_THAT((*executor)->health(), IsOk());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryPath, CudaExecutorRegionReturnTest,
+    ::testing::Combine(::testing::Values(ExecutionPathLabel::kHostDecided,
+                                         ExecutionPathLabel::kFused, ExecutionPathLabel::kTwoStep),
+                       ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrCat(PathName(std::get<0>(info.param)),
+                          std::get<1>(info.param) ? "_kv_in_regions" : "_kv_staged");
+    });
 
 // Every batch on the device with both of its paths in the mix, or the
 // batches of at most 1000 draft tokens decided on the host and the rest on

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -203,6 +204,103 @@ TEST_P(RegionServerTest, GreedyRowsInAndOutOfARegionMatchTheOracle) {
   } while (list->regions(0).requests_in_flight() != 0 && absl::Now() < limit);
   EXPECT_EQ(list->regions(0).requests_total(), w.num_sequences() / kPerRequest);
   EXPECT_EQ(list->regions(0).requests_in_flight(), 0);
+}
+
+// One batch whose requests take their rows back three ways (into a region,
+// inline, as a handle), with the KV rows read from a region or sent inline:
+// every request gets exactly its own rows. (A host-decided CUDA batch copies
+// the region requests' rows straight into their outputs and the others into
+// the arena, in one gather; the CPU backend does the same on the host.)
+TEST_P(RegionServerTest, OneBatchOfEveryReturnGivesEachRequestItsOwnRows) {
+  constexpr int32_t kRequests = 4;
+  constexpr int32_t kPerRequest = 2;
+  options_.preferred_batch_sequences = kRequests * kPerRequest;
+  options_.max_queue_delay_us = 10'000'000;  // the batch forms when all four are in
+  Start();
+  if (server_ == nullptr) return;
+  constexpr int64_t kRowBytes = 96;
+  const v1::KvReturn returns[kRequests] = {v1::KV_RETURN_REGION, v1::KV_RETURN_INLINE,
+                                           v1::KV_RETURN_REGION, v1::KV_RETURN_HANDLE};
+  for (const bool kv_in_region : {true, false}) {
+    SCOPED_TRACE(kv_in_region ? "KV rows in the region" : "KV rows inline");
+    const GreedyWorkload w = Greedy(kRequests * kPerRequest, kRowBytes, kv_in_region ? 21 : 22);
+    const std::string name = kv_in_region ? "mixed-ref" : "mixed-inline";
+    auto shm = Register(name, 8 << 20);
+    RegionWriter writer(name, shm->data(), shm->size());
+    std::vector<v1::VerifyRequest> requests;
+    for (int32_t r = 0; r < kRequests; ++r) {
+      GreedyRequestOptions o;
+      o.first_sequence = r * kPerRequest;
+      o.num_sequences = kPerRequest;
+      o.kv_return = returns[r] == v1::KV_RETURN_REGION ? v1::KV_RETURN_INLINE : returns[r];
+      v1::VerifyRequest request = *BuildGreedyRequest(w, o);
+      const bool into_region = returns[r] == v1::KV_RETURN_REGION;
+      if (kv_in_region) {
+        ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
+      } else if (into_region) {
+        // Rows sent inline, answered into the region: kv_output by hand.
+        int64_t rows = 0;
+        for (const v1::SequenceDraft& seq : request.sequences()) rows += seq.draft_tokens_size();
+        const absl::StatusOr<int64_t> at = writer.Allocate(rows * kRowBytes);
+        ASSERT_THAT(at, IsOk());
+        v1::TensorRef* out = request.mutable_kv_output();
+        out->set_region(name);
+        out->set_offset_bytes(*at);
+        out->set_dtype(request.sequences(0).draft_kv().dtype());
+        *out->mutable_shape() = request.sequences(0).draft_kv().shape();
+        out->set_shape(0, rows);
+        request.set_kv_return(v1::KV_RETURN_REGION);
+      }
+      if (into_region) {
+        const v1::TensorRef& out = request.kv_output();
+        std::memset(shm->data() + out.offset_bytes(), 0xA5, out.shape(0) * kRowBytes);
+      }
+      requests.push_back(std::move(request));
+    }
+    std::vector<absl::StatusOr<v1::VerifyResponse>> responses(kRequests);
+    std::vector<std::thread> senders;
+    for (int32_t r = 0; r < kRequests; ++r) {
+      senders.emplace_back([&, r] { responses[r] = client_->Verify(requests[r]); });
+    }
+    for (std::thread& t : senders) t.join();
+    for (int32_t r = 0; r < kRequests; ++r) {
+      SCOPED_TRACE(absl::StrCat("request ", r));
+      ASSERT_THAT(responses[r], IsOk());
+      const v1::VerifyResponse& response = *responses[r];
+      EXPECT_EQ(response.timing().batch_requests(), kRequests);
+      GreedyCheckOptions check;
+      check.first_sequence = r * kPerRequest;
+      check.num_sequences = kPerRequest;
+      check.kv_return = returns[r];
+      if (returns[r] == v1::KV_RETURN_HANDLE) {
+        const absl::StatusOr<std::string> fetched = client_->FetchKv(response.kv().id());
+        ASSERT_THAT(fetched, IsOk());
+        EXPECT_THAT(CheckGreedyResponse(w, check, response, client::AsBytes(*fetched)), IsOk());
+        EXPECT_THAT(client_->ReleaseKv(response.kv().id()), IsOk());
+        continue;
+      }
+      if (returns[r] == v1::KV_RETURN_INLINE) {
+        EXPECT_THAT(CheckGreedyResponse(w, check, response), IsOk());
+        continue;
+      }
+      // Into the region: the rows there as if inline, then the oracle; the
+      // rows past the packed count still hold the poison.
+      EXPECT_TRUE(response.kv_inline().empty());
+      int64_t rows = 0;
+      for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
+      const v1::TensorRef& out = requests[r].kv_output();
+      const std::byte* at = shm->data() + out.offset_bytes();
+      v1::VerifyResponse as_inline = response;
+      as_inline.set_kv_inline(
+          std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
+      check.kv_return = v1::KV_RETURN_INLINE;
+      EXPECT_THAT(CheckGreedyResponse(w, check, as_inline), IsOk());
+      for (int64_t i = rows * kRowBytes; i < out.shape(0) * kRowBytes; ++i) {
+        ASSERT_EQ(static_cast<unsigned char>(at[i]), 0xA5) << "byte " << i << " past the rows";
+      }
+      EXPECT_EQ(response.timing().host_copy_out_bytes(), 0);
+    }
+  }
 }
 
 // Sampled requests whose distribution rows are read in place: bit-identical

@@ -1,0 +1,30 @@
+#include "server/backend/accepted_row_copies.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace specverify::server {
+
+void PlanAcceptedRowCopies(const Batch& batch, const std::byte* staged_kv,
+                           std::span<const std::byte*> sources,
+                           std::span<std::byte*> destinations) {
+  const GreedyHostInputs& in = batch.inputs;
+  const std::vector<int32_t>& packed = batch.results.packed_row_offsets;
+  const int64_t row_bytes = in.row_bytes;
+  const bool from_regions = batch.shape.kv_from_regions;
+  for (int32_t i = 0; i < in.num_sequences(); ++i) {
+    sources[i] = from_regions ? batch.regions.kv_sources[i]
+                              : staged_kv + int64_t{in.draft_offsets[i]} * row_bytes;
+    destinations[i] = batch.packed_kv + int64_t{packed[i]} * row_bytes;
+  }
+  // A request's rows lie in its kv_output as they would in the arena: its
+  // sequences' accepted rows in order, from the output's first row.
+  for (const PackedDelivery& d : batch.regions.deliveries) {
+    const int32_t base = packed[d.first_sequence];
+    for (int32_t i = d.first_sequence; i < d.first_sequence + d.num_sequences; ++i) {
+      destinations[i] = d.destination + int64_t{packed[i] - base} * row_bytes;
+    }
+  }
+}
+
+}  // namespace specverify::server
