@@ -72,29 +72,24 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
   // offsets and copy plan, and the draft rows unless they are in regions.
   SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault));
   if (row_bytes > 0 && packed_rows > 0) {
-    if (direct) {
-      // One gather: accepted rows only (the per-sequence counts are the
-      // k's), from where they are to where they are answered.
+    if (direct || batch.shape.kv_from_regions) {
+      // One gather of the accepted rows only (its per-sequence row counts
+      // are the k's): from the workers' regions straight to their packed
+      // place, or, with region returns, from where each sequence's rows are
+      // to where they are answered.
       RowGatherParams gather;
       gather.num_sequences = b;
       gather.total_rows = packed_rows;
       gather.max_rows = max_accepted;
       gather.row_bytes = row_bytes;
       gather.draft_offsets = packed_offsets;
-      gather.sources = reinterpret_cast<const std::byte* const*>(dev + il.copy_sources);
-      gather.destinations = reinterpret_cast<std::byte* const*>(dev + il.copy_destinations);
-      SV_CUDA_RETURN_IF_ERROR(LaunchRowGather(gather, slot.stream));
-    } else if (batch.shape.kv_from_regions) {
-      // Accepted rows only, from the workers' regions straight to their
-      // packed place: the gather's per-sequence row counts are the k's.
-      RowGatherParams gather;
-      gather.num_sequences = b;
-      gather.total_rows = packed_rows;
-      gather.max_rows = max_accepted;
-      gather.row_bytes = row_bytes;
-      gather.draft_offsets = packed_offsets;
-      gather.sources = reinterpret_cast<const std::byte* const*>(dev + il.kv_sources);
-      gather.rows = batch.packed_kv;
+      gather.sources = reinterpret_cast<const std::byte* const*>(
+          dev + (direct ? il.copy_sources : il.kv_sources));
+      if (direct) {
+        gather.destinations = reinterpret_cast<std::byte* const*>(dev + il.copy_destinations);
+      } else {
+        gather.rows = batch.packed_kv;
+      }
       SV_CUDA_RETURN_IF_ERROR(LaunchRowGather(gather, slot.stream));
     } else {
       GreedyPlannedPack pack;
