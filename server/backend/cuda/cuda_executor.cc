@@ -5,6 +5,7 @@
 #include <cstring>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -388,8 +389,14 @@ absl::Status CudaExecutor::Finish(Work& work) {
     batch.results.Resize(b);
     std::memcpy(batch.results.accepted_lengths.data(), pin + rl.accepted, sizeof(int32_t) * b);
     std::memcpy(batch.results.next_tokens.data(), pin + rl.next, sizeof(int32_t) * b);
-    std::memcpy(batch.results.packed_row_offsets.data(), pin + rl.packed_offsets,
-                sizeof(int32_t) * (b + 1));
+    if (work.packed_offsets_on_host) {
+      std::vector<int32_t>& offsets = batch.results.packed_row_offsets;
+      offsets[0] = 0;
+      for (int32_t i = 0; i < b; ++i) offsets[i + 1] = offsets[i] + batch.results.accepted_lengths[i];
+    } else {
+      std::memcpy(batch.results.packed_row_offsets.data(), pin + rl.packed_offsets,
+                  sizeof(int32_t) * (b + 1));
+    }
     std::memcpy(batch.results.mismatch.data(), pin + rl.mismatch, b);
     batch.path = work.path == GreedyPath::kFused ? ExecutionPathLabel::kFused
                                                  : ExecutionPathLabel::kTwoStep;

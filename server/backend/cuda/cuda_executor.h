@@ -146,6 +146,9 @@ class CudaExecutor final : public Backend {
     GreedyPath path = GreedyPath::kFused;
     // Greedy chains: results decided on the host at launch, none copied back.
     bool host_decided = false;
+    // Sampled chains without KV rows: no pack ran, so the completion makes
+    // the packed offsets from the accepted lengths.
+    bool packed_offsets_on_host = false;
     int64_t results_bytes = 0;
     bool mapped = false;          // inputs read, results written in place
   };
@@ -164,8 +167,9 @@ class CudaExecutor final : public Backend {
   // greedy_host_decision_max_rows): the dispatcher's fused or two-step path,
   // results copied back.
   absl::Status LaunchGreedyOnDevice(Work& work, bool inject_fault);
-  // A sampled batch: LaunchRejectionSample, then the greedy verify-and-pack
-  // on its greedy_target_tokens (the accepted KV rows), one D2H of results.
+  // A sampled batch: LaunchRejectionSample, then, when it has KV rows, the
+  // greedy verify-and-pack on its greedy_target_tokens (the accepted KV
+  // rows); one D2H of results.
   absl::Status LaunchSampled(Work& work, bool inject_fault);
   // A tree batch (greedy: one verify-and-pack launch; sampled: the tree
   // sampling launch, then the pack of its paths), results and paths back.

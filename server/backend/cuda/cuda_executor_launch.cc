@@ -380,7 +380,12 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   d.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
   d.output.status_codes = reinterpret_cast<int32_t*>(res + rl.status_codes);
   d.output.error_positions = reinterpret_cast<int32_t*>(res + rl.error_positions);
-  d.output.greedy_target_tokens = greedy_targets;
+  // Without KV rows the greedy pack after the sampler would only turn the
+  // accepted lengths into packed offsets: the completion does that on the
+  // host, and the sampler is the batch's one kernel.
+  const bool pack_on_device = row_bytes > 0;
+  work.packed_offsets_on_host = !pack_on_device;
+  d.output.greedy_target_tokens = pack_on_device ? greedy_targets : nullptr;
 
   // The greedy pack over the outcome's target tokens reproduces k exactly;
   // its next tokens go aside (the sampled ones are the answer).
@@ -415,8 +420,10 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   }
   SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
   SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
-  SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
-  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, g.params.output.packed_row_offsets));
+  if (pack_on_device) {
+    SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
+    SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, g.params.output.packed_row_offsets));
+  }
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   // The packed size is known on the device only: the upper bound comes back.
   return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);
