@@ -93,6 +93,103 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CpuBackendTest,
                            return absl::StrCat("b", info.param.sequences, "_row", info.param.row_bytes);
                          });
 
+// Requests 0 and 2 of four return into regions, with the KV rows staged or in
+// (host) regions laid out last sequence first, the copies split into the
+// pool's parallel ranges. Each output holds exactly its request's accepted
+// rows and nothing past them; the other requests' rows are packed in the
+// arena; the region requests' arena range is never written (one copy).
+TEST(CpuBackendRegionTest, RegionReturnsAreCopiedOnceAndTheRestPacked) {
+  for (const bool kv_from_regions : {false, true}) {
+    SCOPED_TRACE(kv_from_regions ? "KV rows in regions" : "KV rows staged");
+    GreedyWorkloadOptions o;
+    o.num_sequences = 332;
+    o.gamma_min = 1;
+    o.gamma_max = 12;
+    o.alpha = 0.7;
+    o.row_bytes = 100;
+    o.seed = 7;
+    const GreedyWorkload w = *GenerateGreedyWorkload(o);
+    const GreedyExpected& e = w.expected;
+    const int64_t rb = w.row_bytes();
+    const int64_t rows = w.total_draft_rows();
+    constexpr int32_t kRequests = 4;
+    const int32_t per_request = w.num_sequences() / kRequests;
+    CpuBackendOptions options;
+    options.threads = 4;
+    options.min_parallel_work = 0;
+    std::unique_ptr<CpuBackend> backend = *CpuBackend::Create(options);
+    std::unique_ptr<ArenaMemory> arena = *backend->AllocateArenaMemory(rows * rb);
+    std::memset(arena->base(), 0xA5, static_cast<size_t>(rows * rb));
+
+    auto batch = std::make_unique<Batch>();
+    batch->key.row_bytes = rb;
+    batch->key.kv_in_regions = kv_from_regions;
+    StagingShape shape;
+    shape.sequences = w.num_sequences();
+    shape.draft_rows = rows;
+    shape.kv_bytes = rows * rb;
+    shape.kv_from_regions = kv_from_regions;
+    shape.deliveries = 2;
+    absl::StatusOr<std::unique_ptr<StagingLease>> lease = backend->AcquireStaging(shape, batch.get());
+    ASSERT_THAT(lease, IsOk());
+    batch->staging = *std::move(lease);
+    GreedyHostInputs& in = batch->inputs;
+    std::copy(w.draft_offsets.begin(), w.draft_offsets.end(), in.draft_offsets.begin());
+    std::copy(w.draft_tokens.begin(), w.draft_tokens.end(), in.draft_tokens.begin());
+    std::copy(w.target_tokens.begin(), w.target_tokens.end(), in.target_tokens.begin());
+    in.row_bytes = rb;
+    std::vector<std::byte> region;
+    if (kv_from_regions) {
+      region.resize(static_cast<size_t>(rows * rb));
+      int64_t next = 0;
+      for (int32_t i = w.num_sequences() - 1; i >= 0; --i) {
+        const int64_t bytes = int64_t{w.gamma(i)} * rb;
+        std::copy_n(w.draft_kv.begin() + int64_t{w.draft_offsets[i]} * rb, bytes,
+                    region.begin() + next);
+        batch->regions.kv_sources[i] = region.data() + next;
+        next += bytes;
+      }
+    } else {
+      std::copy(w.draft_kv.begin(), w.draft_kv.end(), in.draft_kv.begin());
+    }
+    std::vector<std::vector<std::byte>> outputs(kRequests);
+    int32_t delivery = 0;
+    for (int32_t r = 0; r < kRequests; r += 2) {
+      const int32_t first = r * per_request;
+      PackedDelivery& d = batch->regions.deliveries[delivery++];
+      d = PackedDelivery{};
+      d.first_sequence = first;
+      d.num_sequences = per_request;
+      d.max_rows = w.draft_offsets[first + per_request] - w.draft_offsets[first];
+      outputs[r].assign(static_cast<size_t>(d.max_rows * rb), std::byte{0xA5});
+      d.destination = outputs[r].data();
+    }
+    batch->packed_kv = arena->base();
+
+    auto [done, status] = RunBatch(*backend, std::move(batch));
+    ASSERT_THAT(status, IsOk());
+    EXPECT_THAT(done->results.accepted_lengths, ElementsAreArray(e.accepted_lengths));
+    ASSERT_THAT(done->results.packed_row_offsets, ElementsAreArray(e.packed_row_offsets));
+    const std::span<const std::byte> packed(arena->base(), static_cast<size_t>(rows * rb));
+    for (int32_t r = 0; r < kRequests; ++r) {
+      SCOPED_TRACE(absl::StrCat("request ", r));
+      const int32_t first = r * per_request;
+      const int64_t begin = int64_t{e.packed_row_offsets[first]} * rb;
+      const int64_t size = int64_t{e.packed_row_offsets[first + per_request]} * rb - begin;
+      const std::span<const std::byte> want = std::span<const std::byte>(e.packed_kv).subspan(begin, size);
+      if (r % 2 == 1) {
+        EXPECT_TRUE(BytesEqual(packed.subspan(begin, size), want));
+        continue;
+      }
+      const std::span<const std::byte> got(outputs[r]);
+      EXPECT_TRUE(BytesEqual(got.first(size), want));
+      EXPECT_TRUE(::specverify::testing::AllBytesAre(got.subspan(size), std::byte{0xA5}));
+      EXPECT_TRUE(::specverify::testing::AllBytesAre(packed.subspan(begin, size), std::byte{0xA5}))
+          << "region-returned rows went through the arena";
+    }
+  }
+}
+
 TEST(NoopBackendTest, CountsRowsVerifiesNothing) {
   GreedyWorkloadOptions o;
   o.num_sequences = 9;
