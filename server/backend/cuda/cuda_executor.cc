@@ -371,6 +371,19 @@ absl::StatusOr<std::unique_ptr<RegionMapping>> CudaExecutor::MapRegion(const Reg
 
 absl::Status CudaExecutor::Finish(Work& work) {
   Slot& slot = *work.slot;
+  if (!work.needs_device) {
+    // Decided on the host, nothing enqueued: no event to wait for.
+    Batch& batch = *work.batch;
+    batch.path = ExecutionPathLabel::kHostDecided;
+    batch.device_time = absl::ZeroDuration();
+    batch.verified = true;
+    if (batch.wants_host_rows && batch.inputs.row_bytes > 0) {
+      // No rows were accepted: the (empty) inline rows where CopyBack would
+      // have put them.
+      batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(batch.shape).draft_kv;
+    }
+    return absl::OkStatus();
+  }
   // The one host-device synchronization of a batch; it also surfaces any
   // asynchronous (sticky) error of the kernels.
   SV_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(slot.completed));

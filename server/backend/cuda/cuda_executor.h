@@ -146,6 +146,10 @@ class CudaExecutor final : public Backend {
     GreedyPath path = GreedyPath::kFused;
     // Greedy chains: results decided on the host at launch, none copied back.
     bool host_decided = false;
+    // False when the host's decision left the device nothing to do (no KV
+    // rows, or none accepted): nothing was enqueued, and the completion
+    // thread answers the batch without waiting on the slot's events.
+    bool needs_device = true;
     // Sampled chains without KV rows: no pack ran, so the completion makes
     // the packed offsets from the accepted lengths.
     bool packed_offsets_on_host = false;

@@ -56,6 +56,13 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
   const int64_t packed_rows = batch.results.packed_row_offsets[b];
   const int32_t max_accepted =
       *std::max_element(batch.results.accepted_lengths.begin(), batch.results.accepted_lengths.end());
+  if ((row_bytes == 0 || packed_rows == 0) && !inject_fault) {
+    // No row to copy, deliver or return: the GPU has nothing to do, not even
+    // the H2D copy (no kernel would read it). An armed fault still goes
+    // through the stream, so the fault contract holds for every batch.
+    work.needs_device = false;
+    return absl::OkStatus();
+  }
 
   // KV_RETURN_REGION requests take their rows straight from the copy that
   // reads them, not through the arena and a delivery after it.

@@ -482,6 +482,43 @@ TEST(CudaExecutorTest, InjectedFaultFailsTheBatchAndEveryLaterOneStickily) {
   EXPECT_TRUE(third.batch->results.accepted_lengths.empty());
 }
 
+// A host-decided batch that leaves the device nothing to do (no KV rows, or
+// rows but none accepted) enqueues nothing: zero device time, the oracle's
+// results, completed on the executor's thread; the arena stays untouched.
+// Its inline rows (none) still have a host pointer.
+TEST(CudaExecutorTest, HostDecidedBatchWithNothingToCopyLeavesTheDeviceIdle) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 20);
+  ASSERT_THAT(arena, IsOk());
+  uint64_t id = 0;
+  for (const int64_t row_bytes : {int64_t{0}, int64_t{256}}) {
+    GreedyWorkloadOptions wo;
+    wo.num_sequences = 9;
+    wo.gamma_min = 1;
+    wo.gamma_max = 8;
+    wo.alpha = row_bytes == 0 ? 0.7 : 0.0;  // with rows: nothing accepted
+    wo.row_bytes = row_bytes;
+    wo.seed = 3;
+    const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+    SCOPED_TRACE(::testing::Message() << "row_bytes " << row_bytes);
+    ASSERT_TRUE(row_bytes == 0 || w.expected.packed_kv.empty());
+    PoisonArena(**arena, 0, w.total_draft_rows() * w.row_bytes());
+    std::unique_ptr<Batch> batch = MakeBatch(**executor, w, **arena, 0, ++id);
+    batch->wants_host_rows = row_bytes > 0;
+    Outcome out = RunBatch(**executor, std::move(batch));
+    ASSERT_THAT(out.status, IsOk());
+    EXPECT_EQ(out.batch->path, ExecutionPathLabel::kHostDecided);
+    EXPECT_EQ(out.batch->device_time, absl::ZeroDuration());
+    EXPECT_NE(out.completion_thread, std::this_thread::get_id());
+    EXPECT_EQ(out.batch->packed_kv_host != nullptr, row_bytes > 0);
+    ASSERT_TRUE(MatchesOracle(w, *out.batch, **arena, 0));
+  }
+  EXPECT_THAT((*executor)->health(), IsOk());
+}
+
 TEST(CudaExecutorTest, ExplicitFaultHookFailsTheNextBatch) {
   SKIP_WITHOUT_GPU();
   absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
