@@ -11,7 +11,10 @@
 #   run(carry=[".gpu-lat"]): scripts/gpu-latency.sh .gpu-lat $OUT
 #
 # Environment: REQUESTS (pairs per run, default 2000), CONFIGS (a
-# ';'-separated list of "name:server flags", default below).
+# ';'-separated list of "name:server flags", default below; flags starting
+# with "@binary " run that binary of the bundle's bin/ instead of
+# specverify-server, for A/B runs of two builds), KVS (default
+# "none inline handle").
 set -uo pipefail
 if [ $# -ne 2 ]; then
   echo "usage: $0 <bundle-dir> <out-dir>" >&2
@@ -36,16 +39,22 @@ IFS=';' read -ra entries <<< "$configs"
 for entry in "${entries[@]}"; do
   name=${entry%%:*}
   flags=${entry#*:}
+  server=specverify-server
+  if [ "${flags:0:1}" = "@" ]; then
+    server=${flags%% *}
+    server=${server#@}
+    flags=${flags#* }
+  fi
   port=$((port + 1))
   # shellcheck disable=SC2086
-  "$bin/specverify-server" $flags --listen_address=127.0.0.1:$port --metrics_address= \
+  "$bin/$server" $flags --listen_address=127.0.0.1:$port --metrics_address= \
       > "$out/server-$name.stdout" 2> "$out/server-$name.log" &
   pid=$!
   for _ in $(seq 1 200); do
     grep -q "listening on port" "$out/server-$name.stdout" 2>/dev/null && break
     sleep 0.05
   done
-  for kv in none inline handle; do
+  for kv in ${KVS:-none inline handle}; do
     "$bin/specverify-latency-breakdown" --address=127.0.0.1:$port --kv_return=$kv \
         --requests="$requests" --label="$name" --json="$out/$name-$kv.json" \
         > "$out/$name-$kv.txt" 2>&1 || status=1
