@@ -165,7 +165,9 @@ class CudaExecutor final : public Backend {
   absl::Status Launch(Work& work, bool inject_fault);
   // A greedy chain batch: the host's decision into the batch's results and
   // the staged packed offsets, one H2D copy, then the accepted rows only
-  // (GreedyPlannedPack, or LaunchRowGather from regions) and deliveries.
+  // (GreedyPlannedPack, or one LaunchRowGather from regions and/or straight
+  // into KV_RETURN_REGION outputs); nothing at all when no row is accepted
+  // or the batch has none.
   absl::Status LaunchGreedyDecidedOnHost(Work& work, bool inject_fault);
   // The same batch verified and packed on the device (more draft tokens than
   // greedy_host_decision_max_rows): the dispatcher's fused or two-step path,
