@@ -37,6 +37,7 @@ void ReferenceRowGather(const RowGatherParams& p) {
     std::byte* const to = p.destinations != nullptr
                               ? p.destinations[i]
                               : p.rows + int64_t{p.draft_offsets[i]} * p.row_bytes;
+    if (to == nullptr) continue;
     std::memcpy(to, p.sources[i], static_cast<size_t>(rows * p.row_bytes));
   }
 }

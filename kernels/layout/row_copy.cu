@@ -42,6 +42,7 @@ __global__ void RowGatherKernel(const RowGatherParams p) {
   const int32_t n = min(kRowsPerBlock, rows - row0);
   std::byte* const to =
       p.destinations != nullptr ? p.destinations[seq] : p.rows + int64_t{first} * p.row_bytes;
+  if (to == nullptr) return;
   BlockCopy(to + int64_t{row0} * p.row_bytes, p.sources[seq] + int64_t{row0} * p.row_bytes,
             int64_t{n} * p.row_bytes);
 }

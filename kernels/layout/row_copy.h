@@ -40,7 +40,8 @@ struct RowGatherParams {
   const std::byte* const* sources = nullptr;
   std::byte* rows = nullptr;               // [offsets[b] * row_bytes], write-only
   // Optional, [b]: where sequence i's rows go instead of rows + offsets[i] *
-  // row_bytes (then `rows` may be null). The ranges must not overlap.
+  // row_bytes (then `rows` may be null); a null entry skips the sequence.
+  // The ranges must not overlap.
   std::byte* const* destinations = nullptr;
 };
 

@@ -76,8 +76,8 @@ TEST(RowCopyReferenceTest, GatherLaysEverySequencesRowsAtItsOffset) {
 
 TEST(RowCopyReferenceTest, GatherWithDestinationsWritesEachSequenceWhereItsTableSays) {
   // The host-decided greedy path's use: sequence i copies offsets[i+1] -
-  // offsets[i] rows (its accepted rows) to destinations[i]; nothing else of
-  // any destination buffer changes.
+  // offsets[i] rows (its accepted rows) to destinations[i], none when that is
+  // null; nothing else of any destination buffer changes.
   const Scattered s = MakeScattered({3, 1, 4, 2}, 12);
   const std::vector<int32_t> accepted_offsets = {0, 2, 2, 6, 7};  // k = 2, 0, 4, 1
   std::vector<const std::byte*> sources;
@@ -86,6 +86,7 @@ TEST(RowCopyReferenceTest, GatherWithDestinationsWritesEachSequenceWhereItsTable
   const int64_t at[] = {12, 0, 0, 24};  // bytes into each output
   std::vector<std::byte*> destinations;
   for (int i = 0; i < 4; ++i) destinations.push_back(outputs[i].data() + at[i]);
+  destinations[2] = nullptr;  // skipped: its output must stay as it was
   RowGatherParams p;
   p.num_sequences = 4;
   p.total_rows = 7;
@@ -97,7 +98,7 @@ TEST(RowCopyReferenceTest, GatherWithDestinationsWritesEachSequenceWhereItsTable
   ASSERT_TRUE(ValidateRowGather(p).ok());
   ReferenceRowGather(p);
   for (int32_t i = 0; i < 4; ++i) {
-    const int64_t rows = accepted_offsets[i + 1] - accepted_offsets[i];
+    const int64_t rows = i == 2 ? 0 : accepted_offsets[i + 1] - accepted_offsets[i];
     for (int64_t b = 0; b < static_cast<int64_t>(outputs[i].size()); ++b) {
       const int64_t rel = b - at[i];
       const std::byte expected = rel >= 0 && rel < rows * s.row_bytes
@@ -267,8 +268,8 @@ TEST_F(RowCopyCudaTest, GatherAndDeliveryMatchTheReferences) {
 }
 
 // The gather with a destination per sequence (the host-decided greedy path's
-// KV_RETURN_REGION copy): every destination buffer equals the reference's,
-// including the bytes it must leave alone.
+// KV_RETURN_REGION copy), some of them null (skipped): every destination
+// buffer equals the reference's, including the bytes it must leave alone.
 TEST_F(RowCopyCudaTest, GatherToPerSequenceDestinationsMatchesTheReference) {
   for (int64_t row_bytes : {1, 6, 16, 100, 4096}) {
     SplitMix64 rng(static_cast<uint64_t>(row_bytes) + 99);
@@ -284,15 +285,17 @@ TEST_F(RowCopyCudaTest, GatherToPerSequenceDestinationsMatchesTheReference) {
     }
     std::vector<const std::byte*> host_sources, device_sources;
     std::vector<std::vector<std::byte>> host_out;
-    std::vector<std::byte*> host_dst, device_dst;
+    std::vector<std::byte*> host_dst, device_dst, device_out;
     for (size_t i = 0; i < gammas.size(); ++i) {
       host_sources.push_back(s.sources[i].data() + 1);
       device_sources.push_back(Device(s.sources[i].data(), s.sources[i].size()) + 1);
       // Room for gamma rows plus one odd byte in front of the destination.
       host_out.emplace_back(static_cast<size_t>(gammas[i] * row_bytes) + 1, std::byte{0x5A});
       std::byte* d = Device(host_out.back().data(), host_out.back().size());
-      host_dst.push_back(host_out.back().data() + 1);
-      device_dst.push_back(d + 1);
+      const bool skipped = i % 5 == 3;  // a null destination: nothing copied
+      host_dst.push_back(skipped ? nullptr : host_out.back().data() + 1);
+      device_dst.push_back(skipped ? nullptr : d + 1);
+      device_out.push_back(d);
     }
     RowGatherParams p;
     p.num_sequences = static_cast<int32_t>(gammas.size());
@@ -310,7 +313,7 @@ TEST_F(RowCopyCudaTest, GatherToPerSequenceDestinationsMatchesTheReference) {
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     for (size_t i = 0; i < gammas.size(); ++i) {
       std::vector<std::byte> got(host_out[i].size());
-      ASSERT_EQ(cudaMemcpy(got.data(), device_dst[i] - 1, got.size(), cudaMemcpyDeviceToHost),
+      ASSERT_EQ(cudaMemcpy(got.data(), device_out[i], got.size(), cudaMemcpyDeviceToHost),
                 cudaSuccess);
       ASSERT_EQ(got, host_out[i]) << "sequence " << i << ", row_bytes " << row_bytes;
     }
