@@ -12,10 +12,14 @@ void PlanAcceptedRowCopies(const Batch& batch, const std::byte* staged_kv,
   const std::vector<int32_t>& packed = batch.results.packed_row_offsets;
   const int64_t row_bytes = in.row_bytes;
   const bool from_regions = batch.shape.kv_from_regions;
+  // Inline and handle requests' rows go to the arena, unless inline answers
+  // come from the staging and no request keeps a handle: then they need no
+  // copy at all (a null destination).
+  const bool to_arena = !batch.inline_rows_from_staging || batch.wants_handle_rows;
   for (int32_t i = 0; i < in.num_sequences(); ++i) {
     sources[i] = from_regions ? batch.regions.kv_sources[i]
                               : staged_kv + int64_t{in.draft_offsets[i]} * row_bytes;
-    destinations[i] = batch.packed_kv + int64_t{packed[i]} * row_bytes;
+    destinations[i] = to_arena ? batch.packed_kv + int64_t{packed[i]} * row_bytes : nullptr;
   }
   // A request's rows lie in its kv_output as they would in the arena: its
   // sequences' accepted rows in order, from the output's first row.

@@ -2,7 +2,9 @@
 // batch's accepted lengths are known on the host (every batch of the CPU
 // backend; the CUDA executor's host-decided greedy chains): from its region
 // or its staged rows, to its request's kv_output (KV_RETURN_REGION) or its
-// packed place in the arena (every other return). One row gather over the
+// packed place in the arena (every other return; nowhere, a null
+// destination, when inline answers come from the staging and no request
+// keeps a handle: Batch::inline_rows_from_staging). One row gather over the
 // plan (kernels/layout/row_copy.h) then copies each accepted row once, where
 // packing and then delivering copied rows returned into regions twice.
 #ifndef SPECVERIFY_SERVER_BACKEND_ACCEPTED_ROW_COPIES_H_

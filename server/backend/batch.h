@@ -172,8 +172,12 @@ struct Batch {
   // Null iff row_bytes == 0.
   std::byte* packed_kv = nullptr;
   // Set by the batcher when a request of the batch takes its rows inline:
-  // the backend then makes them host-readable (packed_kv_host).
+  // the backend then makes them host-readable (packed_kv_host, or
+  // inline_rows_from_staging).
   bool wants_host_rows = false;
+  // Set by the batcher when a request of the batch takes its rows as a
+  // handle: they must be packed in the arena, where FetchKv reads them.
+  bool wants_handle_rows = false;
 
   // Filled by the backend.
   GreedyHostResults results;
@@ -189,6 +193,12 @@ struct Batch {
   // pinned copy made on the batch's stream when wants_host_rows. Null when
   // the backend offers none (the batcher then reads the arena).
   const std::byte* packed_kv_host = nullptr;
+  // Set by a backend that knows the accepted lengths on the host and left
+  // the staged draft rows untouched (inputs.draft_kv, host memory; never for
+  // rows in regions): inline answers copy each sequence's accepted rows
+  // from there (its first k rows, at draft_offsets[i]) instead of from
+  // packed_kv_host, so nothing packs them for those requests.
+  bool inline_rows_from_staging = false;
 };
 
 inline RejectionSampleParams SampledHostParams(Batch& batch) {

@@ -113,12 +113,16 @@ void CpuBackend::ForEachSequenceRange(
 
 // Phases 2 and 3 of verify-and-pack, shared by both modes: offsets (serial),
 // then the accepted rows copied in parallel ranges. Rows in regions are read
-// there (no gather into the staging first), and a KV_RETURN_REGION request's
-// rows are written into its output (no pack into the arena first).
+// there (no gather into the staging first), a KV_RETURN_REGION request's
+// rows are written into its output (no pack into the arena first), and
+// inline answers are copied from the staging by the batcher.
 void CpuBackend::PackAcceptedRows(Batch& batch, const GreedyVerifyParams& params, int64_t work) {
   ReferencePackedRowOffsets(params);
   const int32_t b = params.input.num_sequences;
   if (params.input.row_bytes == 0 || b == 0) return;
+  // Inline answers read the staged rows (each sequence's first k): with no
+  // handle in the batch, no row is packed for them.
+  batch.inline_rows_from_staging = batch.wants_host_rows && !batch.shape.kv_from_regions;
   std::vector<const std::byte*> sources(static_cast<size_t>(b));
   std::vector<std::byte*> destinations(static_cast<size_t>(b));
   PlanAcceptedRowCopies(batch, batch.inputs.draft_kv.data(), sources, destinations);

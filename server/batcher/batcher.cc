@@ -427,6 +427,7 @@ void Batcher::Dispatch(FormedBatch formed, absl::Time now) {
     flight->input_bytes += r->shape.payload_bytes;
     flight->host_copy_in_bytes += r->host_copy_in_bytes;
     batch->wants_host_rows |= r->shape.kv_return == v1::KV_RETURN_INLINE;
+    batch->wants_handle_rows |= r->shape.kv_return == v1::KV_RETURN_HANDLE;
     metrics_->OnQueueDelay(now - r->arrival);
   }
 
@@ -615,13 +616,24 @@ void Batcher::Complete(std::shared_ptr<InFlight> flight, std::unique_ptr<Batch> 
           answer = handle.status();
         }
       } else if (r->shape.kv_return == v1::KV_RETURN_INLINE && bytes > 0) {
-        // The one host copy of the rows on their way out: from the
-        // backend's host-readable packed rows (the host arena itself, or
-        // CUDA's pinned copy) straight into the response.
+        // The one host copy of the rows on their way out: from the staged
+        // rows themselves when the backend left them there (each
+        // sequence's first k), else from its host-readable packed rows (the
+        // host arena itself, or CUDA's pinned copy) straight into the
+        // response.
         std::string* inline_rows = resp->mutable_kv_inline();
         inline_rows->resize(static_cast<size_t>(bytes));
         auto* dst = reinterpret_cast<std::byte*>(inline_rows->data());
-        if (batch->packed_kv_host != nullptr) {
+        if (batch->inline_rows_from_staging) {
+          const GreedyHostInputs& in = batch->inputs;
+          for (int32_t s = s0; s < s0 + n; ++s) {
+            const int64_t sequence_bytes =
+                int64_t{res.packed_row_offsets[s + 1] - res.packed_row_offsets[s]} * rb;
+            std::memcpy(dst + int64_t{res.packed_row_offsets[s] - base_row} * rb,
+                        in.draft_kv.data() + int64_t{in.draft_offsets[s]} * rb,
+                        static_cast<size_t>(sequence_bytes));
+          }
+        } else if (batch->packed_kv_host != nullptr) {
           std::memcpy(dst, batch->packed_kv_host + int64_t{base_row} * rb,
                       static_cast<size_t>(bytes));
         } else if (absl::Status read = arena.memory().CopyToHost(offset, bytes, dst);

@@ -377,11 +377,6 @@ absl::Status CudaExecutor::Finish(Work& work) {
     batch.path = ExecutionPathLabel::kHostDecided;
     batch.device_time = absl::ZeroDuration();
     batch.verified = true;
-    if (batch.wants_host_rows && batch.inputs.row_bytes > 0) {
-      // No rows were accepted: the (empty) inline rows where CopyBack would
-      // have put them.
-      batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(batch.shape).draft_kv;
-    }
     return absl::OkStatus();
   }
   // The one host-device synchronization of a batch; it also surfaces any
@@ -433,7 +428,7 @@ absl::Status CudaExecutor::Finish(Work& work) {
   }
   batch.device_time = absl::Microseconds(static_cast<double>(ms) * 1000.0);
   batch.verified = true;
-  if (batch.wants_host_rows && batch.inputs.row_bytes > 0) {
+  if (batch.wants_host_rows && batch.inputs.row_bytes > 0 && !batch.inline_rows_from_staging) {
     // Where CopyBack put them: the staged layout's draft-KV section (after
     // the data plane's tables when the batch has them).
     batch.packed_kv_host = slot.pinned_inputs.as<std::byte>() + LayoutStaging(batch.shape).draft_kv;

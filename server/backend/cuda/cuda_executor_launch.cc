@@ -56,10 +56,16 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
   const int64_t packed_rows = batch.results.packed_row_offsets[b];
   const int32_t max_accepted =
       *std::max_element(batch.results.accepted_lengths.begin(), batch.results.accepted_lengths.end());
-  if ((row_bytes == 0 || packed_rows == 0) && !inject_fault) {
-    // No row to copy, deliver or return: the GPU has nothing to do, not even
-    // the H2D copy (no kernel would read it). An armed fault still goes
-    // through the stream, so the fault contract holds for every batch.
+  // Inline answers are copied by the batcher from the staged rows (pinned,
+  // host memory): no pack and no D2H for them. Rows that stay (handles) or
+  // go to regions are still copied on the device.
+  batch.inline_rows_from_staging = row_bytes > 0 && batch.wants_host_rows && !batch.shape.kv_from_regions;
+  const bool rows_on_device =
+      !batch.inline_rows_from_staging || batch.wants_handle_rows || batch.shape.deliveries > 0;
+  if ((row_bytes == 0 || packed_rows == 0 || !rows_on_device) && !inject_fault) {
+    // No row to copy on the device: the GPU has nothing to do, not even the
+    // H2D copy (no kernel would read it). An armed fault still goes through
+    // the stream, so the fault contract holds for every batch.
     work.needs_device = false;
     return absl::OkStatus();
   }
@@ -112,7 +118,8 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
     }
   }
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
-  return CopyBack(work, il.draft_kv, /*results_bytes=*/0, packed_rows * row_bytes);
+  return CopyBack(work, il.draft_kv, /*results_bytes=*/0,
+                  batch.inline_rows_from_staging ? 0 : packed_rows * row_bytes);
 }
 
 absl::Status CudaExecutor::CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes,

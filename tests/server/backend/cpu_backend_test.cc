@@ -190,6 +190,49 @@ TEST(CpuBackendRegionTest, RegionReturnsAreCopiedOnceAndTheRestPacked) {
   }
 }
 
+// Inline answers come from the staging: a chain batch whose requests all
+// take their rows inline packs nothing (the arena stays as it was), and the
+// staged rows hold each sequence's accepted rows first; with a handle in the
+// batch every row is packed as before.
+TEST(CpuBackendInlineTest, InlineRowsStayStagedAndArePackedOnlyForHandles) {
+  GreedyWorkloadOptions o;
+  o.num_sequences = 40;
+  o.gamma_min = 1;
+  o.gamma_max = 12;
+  o.alpha = 0.7;
+  o.row_bytes = 64;
+  o.seed = 11;
+  const GreedyWorkload w = *GenerateGreedyWorkload(o);
+  const int64_t capacity = w.total_draft_rows() * w.row_bytes();
+  CpuBackendOptions options;
+  options.threads = 2;
+  std::unique_ptr<CpuBackend> backend = *CpuBackend::Create(options);
+  std::unique_ptr<ArenaMemory> arena = *backend->AllocateArenaMemory(capacity);
+  for (const bool with_handle : {false, true}) {
+    SCOPED_TRACE(with_handle ? "inline and handle" : "inline only");
+    std::memset(arena->base(), 0xA5, static_cast<size_t>(capacity));
+    std::unique_ptr<Batch> batch = BatchOf(*backend, w, *arena);
+    batch->wants_host_rows = true;
+    batch->wants_handle_rows = with_handle;
+    auto [done, status] = RunBatch(*backend, std::move(batch));
+    ASSERT_THAT(status, IsOk());
+    EXPECT_TRUE(done->inline_rows_from_staging);
+    std::vector<std::byte> staged;
+    const GreedyHostInputs& in = done->inputs;
+    for (int32_t i = 0; i < in.num_sequences(); ++i) {
+      const std::byte* at = in.draft_kv.data() + int64_t{in.draft_offsets[i]} * in.row_bytes;
+      staged.insert(staged.end(), at, at + int64_t{done->results.accepted_lengths[i]} * in.row_bytes);
+    }
+    EXPECT_TRUE(BytesEqual(staged, w.expected.packed_kv));
+    const std::span<const std::byte> packed(arena->base(), static_cast<size_t>(capacity));
+    if (with_handle) {
+      EXPECT_TRUE(BytesEqual(packed.first(w.expected.packed_kv.size()), w.expected.packed_kv));
+    } else {
+      EXPECT_TRUE(::specverify::testing::AllBytesAre(packed, std::byte{0xA5}));
+    }
+  }
+}
+
 TEST(NoopBackendTest, CountsRowsVerifiesNothing) {
   GreedyWorkloadOptions o;
   o.num_sequences = 9;

@@ -14,6 +14,7 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -212,9 +213,11 @@ INSTANTIATE_TEST_SUITE_P(EveryPath, CudaExecutorPathTest,
 // A batch whose requests 0 and 2 (of four) return into regions, with the KV
 // rows staged or in device "regions" (scattered, in reverse order): on every
 // path each output gets exactly its request's accepted rows and nothing past
-// them, and the other requests' rows are packed in the arena. A host-decided
-// batch copies the region requests' rows once, straight into their outputs:
-// their range of the arena is never written.
+// them, and the other requests' rows are packed in the arena (or, when they
+// are inline on the host-decided path, left in the staging for the batcher
+// and not copied at all). A host-decided batch copies the region requests'
+// rows once, straight into their outputs: their range of the arena is never
+// written.
 class CudaExecutorRegionReturnTest
     : public ::testing::TestWithParam<std::tuple<ExecutionPathLabel, bool>> {};
 
@@ -226,8 +229,12 @@ TEST_P(CudaExecutorRegionReturnTest, EachOutputGetsItsRequestsRowsAndTheOthersAr
   ASSERT_THAT(executor, IsOk());
   absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 22);
   ASSERT_THAT(arena, IsOk());
-  for (const int64_t row_bytes : {int64_t{100}, int64_t{4096}}) {
-    SCOPED_TRACE(::testing::Message() << "row_bytes " << row_bytes);
+  const std::vector<std::pair<int64_t, bool>> cases = {{100, false}, {4096, false}, {100, true}, {4096, true}};
+  for (const auto& c : cases) {
+    const int64_t row_bytes = c.first;
+    const bool others_inline = c.second;
+    SCOPED_TRACE(::testing::Message() << "row_bytes " << row_bytes
+                                      << (others_inline ? ", requests 1 and 3 inline" : ""));
     GreedyWorkloadOptions wo;
     wo.num_sequences = 12;
     wo.gamma_min = 1;
@@ -303,14 +310,17 @@ TEST_P(CudaExecutorRegionReturnTest, EachOutputGetsItsRequestsRowsAndTheOthersAr
       d.destination = outputs[r];
     }
     batch->packed_kv = (*arena)->base();
+    batch->wants_host_rows = others_inline;
     PoisonArena(**arena, 0, rows * row_bytes);
 
-    Outcome out = RunBatch(**executor, std::move(batch));
+    Outcome out = RunBatch(**executor, std::move(batch), /*keep_staging=*/true);
     ASSERT_THAT(out.status, IsOk());
     EXPECT_EQ(out.batch->path, path);
     EXPECT_EQ(out.batch->results.accepted_lengths, e.accepted_lengths);
     EXPECT_EQ(out.batch->results.next_tokens, e.next_tokens);
     ASSERT_EQ(out.batch->results.packed_row_offsets, e.packed_row_offsets);
+    EXPECT_EQ(out.batch->inline_rows_from_staging,
+              path == ExecutionPathLabel::kHostDecided && others_inline && !kv_from_regions);
     std::vector<std::byte> packed(static_cast<size_t>(rows * row_bytes));
     ASSERT_THAT((*arena)->CopyToHost(0, rows * row_bytes, packed.data()), IsOk());
     for (int32_t r = 0; r < kRequests; ++r) {
@@ -323,7 +333,19 @@ TEST_P(CudaExecutorRegionReturnTest, EachOutputGetsItsRequestsRowsAndTheOthersAr
       const std::span<const std::byte> arena_range =
           std::span<const std::byte>(packed).subspan(begin, end - begin);
       if (!returns_into_region(r)) {
-        EXPECT_TRUE(::specverify::testing::BytesEqual(arena_range, want));
+        if (!out.batch->inline_rows_from_staging) {
+          EXPECT_TRUE(::specverify::testing::BytesEqual(arena_range, want));
+          continue;
+        }
+        // Inline answers read the staging; nothing packs their rows.
+        std::vector<std::byte> staged;
+        const GreedyHostInputs& in = out.batch->inputs;
+        for (int32_t i = first; i < first + kPerRequest; ++i) {
+          const std::byte* at = in.draft_kv.data() + int64_t{in.draft_offsets[i]} * row_bytes;
+          staged.insert(staged.end(), at, at + int64_t{e.accepted_lengths[i]} * row_bytes);
+        }
+        EXPECT_TRUE(::specverify::testing::BytesEqual(staged, want));
+        EXPECT_TRUE(::specverify::testing::AllBytesAre(arena_range, kPoison));
         continue;
       }
       const int64_t capacity =
@@ -485,7 +507,7 @@ TEST(CudaExecutorTest, InjectedFaultFailsTheBatchAndEveryLaterOneStickily) {
 // A host-decided batch that leaves the device nothing to do (no KV rows, or
 // rows but none accepted) enqueues nothing: zero device time, the oracle's
 // results, completed on the executor's thread; the arena stays untouched.
-// Its inline rows (none) still have a host pointer.
+// Its inline rows (none) are answered from the staging.
 TEST(CudaExecutorTest, HostDecidedBatchWithNothingToCopyLeavesTheDeviceIdle) {
   SKIP_WITHOUT_GPU();
   absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
@@ -513,7 +535,8 @@ TEST(CudaExecutorTest, HostDecidedBatchWithNothingToCopyLeavesTheDeviceIdle) {
     EXPECT_EQ(out.batch->path, ExecutionPathLabel::kHostDecided);
     EXPECT_EQ(out.batch->device_time, absl::ZeroDuration());
     EXPECT_NE(out.completion_thread, std::this_thread::get_id());
-    EXPECT_EQ(out.batch->packed_kv_host != nullptr, row_bytes > 0);
+    EXPECT_EQ(out.batch->packed_kv_host, nullptr);
+    EXPECT_EQ(out.batch->inline_rows_from_staging, row_bytes > 0);
     ASSERT_TRUE(MatchesOracle(w, *out.batch, **arena, 0));
   }
   EXPECT_THAT((*executor)->health(), IsOk());
@@ -609,10 +632,25 @@ TEST(CudaExecutorTest, SubmitAfterShutdownIsUnavailable) {
   EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable, HasSubstr("shut down")));
 }
 
+// The rows of a request's staged sequences as a packed answer would carry
+// them: each sequence's first k rows, in order.
+std::vector<std::byte> AcceptedRowsFromStaging(const Batch& batch) {
+  const GreedyHostInputs& in = batch.inputs;
+  std::vector<std::byte> rows;
+  for (int32_t i = 0; i < in.num_sequences(); ++i) {
+    const std::byte* first = in.draft_kv.data() + int64_t{in.draft_offsets[i]} * in.row_bytes;
+    rows.insert(rows.end(), first, first + int64_t{batch.results.accepted_lengths[i]} * in.row_bytes);
+  }
+  return rows;
+}
+
+// Inline answers of a device-decided batch come back in pinned memory, by
+// one D2H copy of the packed rows.
 TEST(CudaExecutorTest, InlineRowsComeBackInPinnedMemoryWithTheResults) {
   SKIP_WITHOUT_GPU();
-  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
-      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  CudaExecutorOptions o = SmallOptions(kFusedAlwaysThreshold);
+  o.greedy_host_decision_max_rows = 0;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(o);
   ASSERT_THAT(executor, IsOk());
   absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 22);
   ASSERT_THAT(arena, IsOk());
@@ -627,6 +665,7 @@ TEST(CudaExecutorTest, InlineRowsComeBackInPinnedMemoryWithTheResults) {
   batch->wants_host_rows = true;
   Outcome out = RunBatch(**executor, std::move(batch), /*keep_staging=*/true);
   ASSERT_THAT(out.status, IsOk());
+  EXPECT_FALSE(out.batch->inline_rows_from_staging);
   ASSERT_NE(out.batch->packed_kv_host, nullptr);
   EXPECT_TRUE(::specverify::testing::BytesEqual(
       std::span<const std::byte>(out.batch->packed_kv_host, w.expected.packed_kv.size()),
@@ -635,6 +674,54 @@ TEST(CudaExecutorTest, InlineRowsComeBackInPinnedMemoryWithTheResults) {
   Outcome plain = RunBatch(**executor, MakeBatch(**executor, w, **arena, 0, 2));
   ASSERT_THAT(plain.status, IsOk());
   EXPECT_EQ(plain.batch->packed_kv_host, nullptr);
+}
+
+// A host-decided batch leaves inline answers' rows where they were staged
+// (the batcher copies each sequence's first k rows from there), so with no
+// handle in the batch the device does nothing; with a handle it packs every
+// row into the arena, and the staged rows are still intact for the inline
+// answers (no D2H wrote over them).
+TEST(CudaExecutorTest, HostDecidedInlineRowsAreAnsweredFromTheStaging) {
+  SKIP_WITHOUT_GPU();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+      CudaExecutor::Create(SmallOptions(kFusedAlwaysThreshold));
+  ASSERT_THAT(executor, IsOk());
+  absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 22);
+  ASSERT_THAT(arena, IsOk());
+  GreedyWorkloadOptions wo;
+  wo.num_sequences = 12;
+  wo.gamma_min = 1;
+  wo.gamma_max = 12;
+  wo.row_bytes = 4096;
+  wo.seed = 5;
+  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+  ASSERT_FALSE(w.expected.packed_kv.empty());
+  const int64_t capacity = w.total_draft_rows() * w.row_bytes();
+  uint64_t id = 0;
+  for (const bool with_handle : {false, true}) {
+    SCOPED_TRACE(with_handle ? "inline and handle requests" : "inline requests only");
+    PoisonArena(**arena, 0, capacity);
+    std::unique_ptr<Batch> batch = MakeBatch(**executor, w, **arena, 0, ++id);
+    batch->wants_host_rows = true;
+    batch->wants_handle_rows = with_handle;
+    Outcome out = RunBatch(**executor, std::move(batch), /*keep_staging=*/true);
+    ASSERT_THAT(out.status, IsOk());
+    EXPECT_EQ(out.batch->path, ExecutionPathLabel::kHostDecided);
+    EXPECT_TRUE(out.batch->inline_rows_from_staging);
+    EXPECT_EQ(out.batch->packed_kv_host, nullptr);
+    EXPECT_TRUE(::specverify::testing::BytesEqual(AcceptedRowsFromStaging(*out.batch),
+                                                  w.expected.packed_kv));
+    if (with_handle) {
+      EXPECT_GT(out.batch->device_time, absl::ZeroDuration());
+      EXPECT_TRUE(MatchesOracle(w, *out.batch, **arena, 0));
+    } else {
+      EXPECT_EQ(out.batch->device_time, absl::ZeroDuration());
+      std::vector<std::byte> packed(static_cast<size_t>(capacity));
+      ASSERT_THAT((*arena)->CopyToHost(0, capacity, packed.data()), IsOk());
+      EXPECT_TRUE(::specverify::testing::AllBytesAre(packed, kPoison)) << "rows packed for nobody";
+    }
+  }
+  EXPECT_THAT((*executor)->health(), IsOk());
 }
 
 TEST(CudaExecutorTest, ABatchNotStagedByTheExecutorIsRefused) {
