@@ -182,8 +182,11 @@ class CudaExecutor final : public Backend {
   absl::Status LaunchTree(Work& work, bool inject_fault);
   // The batch builder wrote the inputs into the slot's pinned buffer: one H2D
   // copy of `bytes` moves them to `dev` (none when the kernels read them in
-  // place), then the start event, then the armed fault, if any.
-  absl::Status CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes, bool inject_fault);
+  // place), one of `sampled_bytes` of the distribution section when a
+  // sampled batch has one, then the start event, then the armed fault, if
+  // any.
+  absl::Status CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes, bool inject_fault,
+                                  int64_t sampled_bytes = 0);
   // Queues the D2H copies of the results (none when results_bytes is 0) and
   // of packed_bytes of packed rows for inline answers (the exact size when
   // the host decided, else the upper bound), then the completion event.

@@ -123,12 +123,17 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
 }
 
 absl::Status CudaExecutor::CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes,
-                                              bool inject_fault) {
+                                              bool inject_fault, int64_t sampled_bytes) {
   Slot& slot = *work.slot;
   if (!work.mapped) {
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, slot.pinned_inputs.data(),
                                             static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
                                             slot.stream));
+  }
+  if (sampled_bytes > 0) {
+    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.device_sampled.data(), slot.pinned_sampled.data(),
+                                            static_cast<size_t>(sampled_bytes),
+                                            cudaMemcpyHostToDevice, slot.stream));
   }
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
   if (inject_fault) {
@@ -193,7 +198,6 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
   const bool sampled = batch.key.mode == VerifyMode::kSampled;
   const StagingLayout il = LayoutStaging(batch.shape);
   const ResultLayout rl = LayoutResults(b, rows);
-  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
   std::byte* const dev = slot.device_inputs.as<std::byte>();
   std::byte* const res = slot.device_results.as<std::byte>();
   work.mapped = false;  // tree batches always copy (results include the paths)
@@ -216,18 +220,8 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
   int32_t* const parents = i32(dev, il.parent_indices);
   int32_t* const accepted_nodes = i32(res, rl.accepted_nodes);
 
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
-                                          cudaMemcpyHostToDevice, slot.stream));
-  if (sampled) {
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.device_sampled.data(), slot.pinned_sampled.data(),
-                                            static_cast<size_t>(il.sampled_total),
-                                            cudaMemcpyHostToDevice, slot.stream));
-  }
-  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
-  if (inject_fault) {
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
-                                            slot.stream));
-  }
+  SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault,
+                                        sampled ? il.sampled_total : 0));
   SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
   if (!sampled) {
     SV_RETURN_IF_ERROR(ValidateTreeStructure(b, in.draft_offsets.data(), in.parent_indices.data(),
@@ -365,10 +359,8 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   SV_RETURN_IF_ERROR(ValidateRejectionBatch(host));
 
   const ResultLayout rl = LayoutResults(b);
-  std::byte* const pin = slot.pinned_inputs.as<std::byte>();
   std::byte* const dev = slot.device_inputs.as<std::byte>();
   std::byte* const res = slot.device_results.as<std::byte>();
-  std::byte* const spin = slot.pinned_sampled.as<std::byte>();
   std::byte* const sdev = slot.device_sampled.as<std::byte>();
   int32_t* const greedy_targets = reinterpret_cast<int32_t*>(dev + il.target_tokens);
 
@@ -422,16 +414,8 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   // The batch builder wrote both sections into the slot's pinned buffers:
   // two H2D copies (the target-token section of the inputs is written by the
   // sampling kernel; it travels uninitialized and is overwritten).
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, pin, static_cast<size_t>(il.inputs_host_filled),
-                                          cudaMemcpyHostToDevice, slot.stream));
-  SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(sdev, spin, static_cast<size_t>(sl.sampled_total),
-                                          cudaMemcpyHostToDevice, slot.stream));
-
-  SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_start, slot.stream));
-  if (inject_fault) {
-    SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(res, res, 1, static_cast<cudaMemcpyKind>(77),
-                                            slot.stream));
-  }
+  SV_RETURN_IF_ERROR(
+      CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault, sl.sampled_total));
   SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
   SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
   if (pack_on_device) {

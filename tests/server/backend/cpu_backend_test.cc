@@ -121,52 +121,25 @@ TEST(CpuBackendRegionTest, RegionReturnsAreCopiedOnceAndTheRestPacked) {
     std::unique_ptr<ArenaMemory> arena = *backend->AllocateArenaMemory(rows * rb);
     std::memset(arena->base(), 0xA5, static_cast<size_t>(rows * rb));
 
-    auto batch = std::make_unique<Batch>();
-    batch->key.row_bytes = rb;
-    batch->key.kv_in_regions = kv_from_regions;
-    StagingShape shape;
-    shape.sequences = w.num_sequences();
-    shape.draft_rows = rows;
-    shape.kv_bytes = rows * rb;
-    shape.kv_from_regions = kv_from_regions;
-    shape.deliveries = 2;
-    absl::StatusOr<std::unique_ptr<StagingLease>> lease = backend->AcquireStaging(shape, batch.get());
-    ASSERT_THAT(lease, IsOk());
-    batch->staging = *std::move(lease);
-    GreedyHostInputs& in = batch->inputs;
-    std::copy(w.draft_offsets.begin(), w.draft_offsets.end(), in.draft_offsets.begin());
-    std::copy(w.draft_tokens.begin(), w.draft_tokens.end(), in.draft_tokens.begin());
-    std::copy(w.target_tokens.begin(), w.target_tokens.end(), in.target_tokens.begin());
-    in.row_bytes = rb;
+    testing::StagedRegions regions;
     std::vector<std::byte> region;
     if (kv_from_regions) {
-      region.resize(static_cast<size_t>(rows * rb));
-      int64_t next = 0;
-      for (int32_t i = w.num_sequences() - 1; i >= 0; --i) {
-        const int64_t bytes = int64_t{w.gamma(i)} * rb;
-        std::copy_n(w.draft_kv.begin() + int64_t{w.draft_offsets[i]} * rb, bytes,
-                    region.begin() + next);
-        batch->regions.kv_sources[i] = region.data() + next;
-        next += bytes;
-      }
-    } else {
-      std::copy(w.draft_kv.begin(), w.draft_kv.end(), in.draft_kv.begin());
+      std::vector<int64_t> at;
+      region = testing::RowsLastSequenceFirst(w, &at);
+      for (int32_t i = 0; i < w.num_sequences(); ++i) regions.kv_sources.push_back(region.data() + at[i]);
     }
     std::vector<std::vector<std::byte>> outputs(kRequests);
-    int32_t delivery = 0;
     for (int32_t r = 0; r < kRequests; r += 2) {
-      const int32_t first = r * per_request;
-      PackedDelivery& d = batch->regions.deliveries[delivery++];
-      d = PackedDelivery{};
-      d.first_sequence = first;
-      d.num_sequences = per_request;
-      d.max_rows = w.draft_offsets[first + per_request] - w.draft_offsets[first];
+      PackedDelivery d = testing::DeliveryFor(w, r * per_request, per_request, nullptr);
       outputs[r].assign(static_cast<size_t>(d.max_rows * rb), std::byte{0xA5});
       d.destination = outputs[r].data();
+      regions.deliveries.push_back(d);
     }
-    batch->packed_kv = arena->base();
+    absl::StatusOr<std::unique_ptr<Batch>> batch =
+        testing::StageGreedyWorkload(*backend, w, arena->base(), 0, regions);
+    ASSERT_THAT(batch, IsOk());
 
-    auto [done, status] = RunBatch(*backend, std::move(batch));
+    auto [done, status] = RunBatch(*backend, *std::move(batch));
     ASSERT_THAT(status, IsOk());
     EXPECT_THAT(done->results.accepted_lengths, ElementsAreArray(e.accepted_lengths));
     ASSERT_THAT(done->results.packed_row_offsets, ElementsAreArray(e.packed_row_offsets));

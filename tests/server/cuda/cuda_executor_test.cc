@@ -249,24 +249,6 @@ TEST_P(CudaExecutorRegionReturnTest, EachOutputGetsItsRequestsRowsAndTheOthersAr
     const auto returns_into_region = [](int32_t r) { return r % 2 == 0; };
     const int64_t rows = w.total_draft_rows();
 
-    auto batch = std::make_unique<Batch>();
-    batch->key.row_bytes = row_bytes;
-    batch->key.kv_in_regions = kv_from_regions;
-    StagingShape shape;
-    shape.sequences = w.num_sequences();
-    shape.draft_rows = rows;
-    shape.kv_bytes = rows * row_bytes;
-    shape.kv_from_regions = kv_from_regions;
-    shape.deliveries = 2;
-    absl::StatusOr<std::unique_ptr<StagingLease>> lease =
-        (*executor)->AcquireStaging(shape, batch.get());
-    ASSERT_THAT(lease, IsOk());
-    batch->staging = *std::move(lease);
-    GreedyHostInputs& in = batch->inputs;
-    std::copy(w.draft_offsets.begin(), w.draft_offsets.end(), in.draft_offsets.begin());
-    std::copy(w.draft_tokens.begin(), w.draft_tokens.end(), in.draft_tokens.begin());
-    std::copy(w.target_tokens.begin(), w.target_tokens.end(), in.target_tokens.begin());
-    in.row_bytes = row_bytes;
     std::vector<void*> owned;
     const auto device_copy = [&](const std::byte* host, int64_t bytes, int poison) {
       void* d = nullptr;
@@ -279,37 +261,24 @@ TEST_P(CudaExecutorRegionReturnTest, EachOutputGetsItsRequestsRowsAndTheOthersAr
       }
       return static_cast<std::byte*>(d);
     };
+    testing::StagedRegions regions;
     if (kv_from_regions) {
-      // One region, sequences laid out last to first.
-      std::vector<std::byte> region(static_cast<size_t>(rows * row_bytes));
-      std::vector<int64_t> at(w.num_sequences());
-      int64_t next = 0;
-      for (int32_t i = w.num_sequences() - 1; i >= 0; --i) {
-        const int64_t bytes = int64_t{w.gamma(i)} * row_bytes;
-        std::copy_n(w.draft_kv.begin() + int64_t{w.draft_offsets[i]} * row_bytes, bytes,
-                    region.begin() + next);
-        at[i] = next;
-        next += bytes;
-      }
+      std::vector<int64_t> at;
+      const std::vector<std::byte> region = testing::RowsLastSequenceFirst(w, &at);
       std::byte* d = device_copy(region.data(), static_cast<int64_t>(region.size()), 0);
-      for (int32_t i = 0; i < w.num_sequences(); ++i) batch->regions.kv_sources[i] = d + at[i];
-    } else {
-      std::copy(w.draft_kv.begin(), w.draft_kv.end(), in.draft_kv.begin());
+      for (int32_t i = 0; i < w.num_sequences(); ++i) regions.kv_sources.push_back(d + at[i]);
     }
     std::vector<std::byte*> outputs(kRequests, nullptr);
-    int32_t delivery = 0;
     for (int32_t r = 0; r < kRequests; ++r) {
       if (!returns_into_region(r)) continue;
-      const int32_t first = r * kPerRequest;
-      PackedDelivery& d = batch->regions.deliveries[delivery++];
-      d = PackedDelivery{};
-      d.first_sequence = first;
-      d.num_sequences = kPerRequest;
-      d.max_rows = w.draft_offsets[first + kPerRequest] - w.draft_offsets[first];
-      outputs[r] = device_copy(nullptr, int64_t{d.max_rows} * row_bytes, 0xA5);
-      d.destination = outputs[r];
+      PackedDelivery d = testing::DeliveryFor(w, r * kPerRequest, kPerRequest, nullptr);
+      d.destination = outputs[r] = device_copy(nullptr, int64_t{d.max_rows} * row_bytes, 0xA5);
+      regions.deliveries.push_back(d);
     }
-    batch->packed_kv = (*arena)->base();
+    absl::StatusOr<std::unique_ptr<Batch>> staged =
+        testing::StageGreedyWorkload(**executor, w, (*arena)->base(), 0, regions);
+    ASSERT_THAT(staged, IsOk());
+    std::unique_ptr<Batch> batch = *std::move(staged);
     batch->wants_host_rows = others_inline;
     PoisonArena(**arena, 0, rows * row_bytes);
 
@@ -644,6 +613,17 @@ std::vector<std::byte> AcceptedRowsFromStaging(const Batch& batch) {
   return rows;
 }
 
+// Twelve ragged sequences of 4 KiB rows: the inline-answer tests' batch.
+GreedyWorkload InlineRowsWorkload() {
+  GreedyWorkloadOptions wo;
+  wo.num_sequences = 12;
+  wo.gamma_min = 1;
+  wo.gamma_max = 12;
+  wo.row_bytes = 4096;
+  wo.seed = 5;
+  return *GenerateGreedyWorkload(wo);
+}
+
 // Inline answers of a device-decided batch come back in pinned memory, by
 // one D2H copy of the packed rows.
 TEST(CudaExecutorTest, InlineRowsComeBackInPinnedMemoryWithTheResults) {
@@ -654,13 +634,7 @@ TEST(CudaExecutorTest, InlineRowsComeBackInPinnedMemoryWithTheResults) {
   ASSERT_THAT(executor, IsOk());
   absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 22);
   ASSERT_THAT(arena, IsOk());
-  GreedyWorkloadOptions wo;
-  wo.num_sequences = 12;
-  wo.gamma_min = 1;
-  wo.gamma_max = 12;
-  wo.row_bytes = 4096;
-  wo.seed = 5;
-  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+  const GreedyWorkload w = InlineRowsWorkload();
   std::unique_ptr<Batch> batch = MakeBatch(**executor, w, **arena, 0, 1);
   batch->wants_host_rows = true;
   Outcome out = RunBatch(**executor, std::move(batch), /*keep_staging=*/true);
@@ -688,13 +662,7 @@ TEST(CudaExecutorTest, HostDecidedInlineRowsAreAnsweredFromTheStaging) {
   ASSERT_THAT(executor, IsOk());
   absl::StatusOr<std::unique_ptr<ArenaMemory>> arena = (*executor)->AllocateArenaMemory(1 << 22);
   ASSERT_THAT(arena, IsOk());
-  GreedyWorkloadOptions wo;
-  wo.num_sequences = 12;
-  wo.gamma_min = 1;
-  wo.gamma_max = 12;
-  wo.row_bytes = 4096;
-  wo.seed = 5;
-  const GreedyWorkload w = *GenerateGreedyWorkload(wo);
+  const GreedyWorkload w = InlineRowsWorkload();
   ASSERT_FALSE(w.expected.packed_kv.empty());
   const int64_t capacity = w.total_draft_rows() * w.row_bytes();
   uint64_t id = 0;
