@@ -31,6 +31,15 @@ SMOKE_SECONDS=${SMOKE_SECONDS:-5}
 SMOKE_NETWORK=${SMOKE_NETWORK:-bridge}
 OUT_DIR=${OUT_DIR:-build/container-smoke}
 if [ -z "${PODMAN_RUN_OPTS+set}" ]; then
+  # crun (podman's default on bookworm) refuses a cgroup v1/v2 hybrid
+  # hierarchy, which this build machine has; Debian's runc runs there. A fresh
+  # machine has no runc: installed here, as the other container scripts
+  # install what they need (a fresh clone's run failed with crun's "cgroups
+  # in hybrid mode not supported" before this).
+  if ! command -v runc >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "container-smoke: installing runc"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends runc >/dev/null
+  fi
   PODMAN_RUN_OPTS="--ulimit=nofile=$(ulimit -Hn):$(ulimit -Hn) --ulimit=nproc=4096:4096"
   if command -v runc >/dev/null; then PODMAN_RUN_OPTS="--runtime=runc $PODMAN_RUN_OPTS"; fi
 fi
