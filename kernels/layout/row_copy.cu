@@ -59,6 +59,32 @@ __global__ void PackedDeliveryKernel(const PackedDeliveryParams p) {
             p.packed_kv + (int64_t{first} + row0) * p.row_bytes, int64_t{n} * p.row_bytes);
 }
 
+// grid: (row chunks, sequences). A block past its sequence's k leaves at
+// once; the others add up the rows before theirs in its group (a few L2
+// reads a thread), then copy.
+__global__ void AcceptedRowCopyKernel(const AcceptedRowCopyParams p) {
+  __shared__ int32_t warp_sums[kRowCopyThreads / 32];
+  const int32_t seq = blockIdx.y;
+  const int32_t rows = min(p.accepted_lengths[seq], p.max_rows);
+  const int32_t row0 = blockIdx.x * kRowsPerBlock;
+  std::byte* const to = p.destinations[seq];
+  if (row0 >= rows || to == nullptr) return;  // the same for every thread of the block
+  int32_t before = 0;
+  for (int32_t j = p.origins[seq] + static_cast<int32_t>(threadIdx.x); j < seq; j += blockDim.x) {
+    before += min(p.accepted_lengths[j], p.max_rows);
+  }
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) before += __shfl_xor_sync(0xffffffffu, before, offset);
+  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = before;
+  __syncthreads();
+  before = 0;
+#pragma unroll
+  for (int w = 0; w < kRowCopyThreads / 32; ++w) before += warp_sums[w];
+  const int32_t n = min(kRowsPerBlock, rows - row0);
+  BlockCopy(to + (int64_t{before} + row0) * p.row_bytes, p.sources[seq] + int64_t{row0} * p.row_bytes,
+            int64_t{n} * p.row_bytes);
+}
+
 unsigned RowChunks(int32_t max_rows) {
   return static_cast<unsigned>((max_rows + kRowsPerBlock - 1) / kRowsPerBlock);
 }
@@ -80,6 +106,15 @@ cudaError_t LaunchPackedDelivery(const PackedDeliveryParams& p, cudaStream_t str
   if (p.num_deliveries > 65535) return cudaErrorInvalidConfiguration;
   const dim3 grid(RowChunks(p.max_rows), static_cast<unsigned>(p.num_deliveries));
   PackedDeliveryKernel<<<grid, kRowCopyThreads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAcceptedRowCopy(const AcceptedRowCopyParams& p, cudaStream_t stream) {
+  if (!ValidateAcceptedRowCopy(p).ok()) return cudaErrorInvalidValue;
+  if (p.num_sequences == 0 || p.max_rows == 0) return cudaSuccess;
+  if (p.num_sequences > 65535) return cudaErrorInvalidConfiguration;
+  const dim3 grid(RowChunks(p.max_rows), static_cast<unsigned>(p.num_sequences));
+  AcceptedRowCopyKernel<<<grid, kRowCopyThreads, 0, stream>>>(p);
   return cudaGetLastError();
 }
 

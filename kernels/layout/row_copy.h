@@ -65,13 +65,34 @@ struct PackedDeliveryParams {
   const std::byte* packed_kv = nullptr;          // read-only
 };
 
+// Each sequence's accepted rows copied once, from where they are to where
+// they are answered, when the accepted lengths are known only where the
+// copy runs (a sampled batch: the sampler wrote them on the device). Sequence
+// i's first accepted_lengths[i] rows of sources[i] go to destinations[i],
+// after the accepted rows of sequences origins[i] .. i-1: with destination
+// the packed buffer and origin 0 they land at their packed offsets; with a
+// request's kv_output and its first sequence, as the request's rows lie in
+// it. Replaces gathering every row, packing the accepted ones and delivering
+// them again.
+struct AcceptedRowCopyParams {
+  int32_t num_sequences = 0;                  // b
+  int32_t max_rows = 0;                       // host-known bound of every k_i: sizes the grid
+  int64_t row_bytes = 0;                      // > 0
+  const int32_t* accepted_lengths = nullptr;  // [b], 0 <= k_i <= max_rows, read-only
+  const std::byte* const* sources = nullptr;  // [b] sequence i's rows, contiguous
+  std::byte* const* destinations = nullptr;   // [b] (a null entry skips the sequence)
+  const int32_t* origins = nullptr;           // [b], origins[i] <= i
+};
+
 // Checks the host-known fields and that every pointer is set.
 absl::Status ValidateRowGather(const RowGatherParams& p);
 absl::Status ValidatePackedDelivery(const PackedDeliveryParams& p);
+absl::Status ValidateAcceptedRowCopy(const AcceptedRowCopyParams& p);
 
 // CPU references (host memory). The launchers are in row_copy_cuda.h.
 void ReferenceRowGather(const RowGatherParams& p);
 void ReferencePackedDelivery(const PackedDeliveryParams& p);
+void ReferenceAcceptedRowCopy(const AcceptedRowCopyParams& p);
 
 }  // namespace specverify
 

@@ -11,6 +11,7 @@ namespace specverify {
 
 cudaError_t LaunchRowGather(const RowGatherParams& p, cudaStream_t stream);
 cudaError_t LaunchPackedDelivery(const PackedDeliveryParams& p, cudaStream_t stream);
+cudaError_t LaunchAcceptedRowCopy(const AcceptedRowCopyParams& p, cudaStream_t stream);
 
 }  // namespace specverify
 

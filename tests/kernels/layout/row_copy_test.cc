@@ -144,6 +144,44 @@ TEST(RowCopyReferenceTest, DeliveryCopiesEachRequestsPackedRowsAndNothingMore) {
   }
 }
 
+TEST(RowCopyReferenceTest, AcceptedCopyPlacesEachSequenceAfterTheEarlierOnesOfItsGroup) {
+  // A sampled batch's use: the k's are known only where the copy runs.
+  // Sequences 0 and 1 go to the packed buffer (origin 0), 2 and 3 to one
+  // request's output (origin 2), 4 nowhere (a null destination).
+  const Scattered s = MakeScattered({3, 1, 4, 2, 2}, 10);
+  const std::vector<int32_t> accepted = {2, 1, 3, 2, 2};
+  std::vector<const std::byte*> sources;
+  for (const auto& v : s.sources) sources.push_back(v.data() + 1);
+  std::vector<std::byte> packed(8 * 10, std::byte{0xEE}), output(8 * 10, std::byte{0xEE});
+  std::vector<std::byte*> destinations = {packed.data(), packed.data(), output.data(),
+                                          output.data(), nullptr};
+  const std::vector<int32_t> origins = {0, 0, 2, 2, 4};
+  AcceptedRowCopyParams p;
+  p.num_sequences = 5;
+  p.max_rows = 4;
+  p.row_bytes = s.row_bytes;
+  p.accepted_lengths = accepted.data();
+  p.sources = sources.data();
+  p.destinations = destinations.data();
+  p.origins = origins.data();
+  ASSERT_TRUE(ValidateAcceptedRowCopy(p).ok());
+  ReferenceAcceptedRowCopy(p);
+  // (sequence, row) of each row of the two buffers; -1: untouched.
+  const int32_t packed_rows[][2] = {{0, 0}, {0, 1}, {1, 0}, {-1, 0}};
+  const int32_t output_rows[][2] = {{2, 0}, {2, 1}, {2, 2}, {3, 0}, {3, 1}, {-1, 0}};
+  const auto expect = [&](const std::vector<std::byte>& buffer, const int32_t (*rows)[2], int n,
+                          const char* name) {
+    for (int r = 0; r < n; ++r) {
+      for (int64_t k = 0; k < s.row_bytes; ++k) {
+        const std::byte want = rows[r][0] < 0 ? std::byte{0xEE} : s.Byte(rows[r][0], rows[r][1], k);
+        ASSERT_EQ(buffer[r * s.row_bytes + k], want) << name << " row " << r << " byte " << k;
+      }
+    }
+  };
+  expect(packed, packed_rows, 4, "packed");
+  expect(output, output_rows, 6, "output");
+}
+
 TEST(RowCopyReferenceTest, ValidationNamesWhatIsMissing) {
   RowGatherParams g;
   g.num_sequences = 1;
@@ -163,6 +201,19 @@ TEST(RowCopyReferenceTest, ValidationNamesWhatIsMissing) {
   d.num_deliveries = 1;
   d.row_bytes = 4;
   EXPECT_FALSE(ValidatePackedDelivery(d).ok());
+  AcceptedRowCopyParams a;
+  a.num_sequences = 1;
+  a.row_bytes = 0;
+  EXPECT_FALSE(ValidateAcceptedRowCopy(a).ok());
+  a.row_bytes = 4;
+  const int32_t k[] = {1};
+  a.accepted_lengths = k;
+  a.sources = &source;
+  a.destinations = &destination;
+  EXPECT_FALSE(ValidateAcceptedRowCopy(a).ok());  // origins unset
+  const int32_t origin[] = {0};
+  a.origins = origin;
+  EXPECT_TRUE(ValidateAcceptedRowCopy(a).ok());
 }
 
 #if defined(SPECVERIFY_TEST_CUDA)
@@ -316,6 +367,65 @@ TEST_F(RowCopyCudaTest, GatherToPerSequenceDestinationsMatchesTheReference) {
       ASSERT_EQ(cudaMemcpy(got.data(), device_out[i], got.size(), cudaMemcpyDeviceToHost),
                 cudaSuccess);
       ASSERT_EQ(got, host_out[i]) << "sequence " << i << ", row_bytes " << row_bytes;
+    }
+  }
+}
+
+// The copy with the k's on the device (a sampled batch's KV rows), over more
+// sequences than a block has threads (the rows before a sequence are summed
+// in strides) and groups of 1-40 sequences, some of them skipped: every
+// destination buffer equals the reference's, including the bytes it must
+// leave alone.
+TEST_F(RowCopyCudaTest, AcceptedCopyMatchesTheReference) {
+  for (int64_t row_bytes : {1, 6, 16, 100, 4096}) {
+    SplitMix64 rng(static_cast<uint64_t>(row_bytes) + 7);
+    std::vector<int32_t> gammas(row_bytes == 4096 ? 70 : 300);
+    for (int32_t& g : gammas) g = 1 + static_cast<int32_t>(rng.NextBelow(9));
+    const Scattered s = MakeScattered(gammas, row_bytes);
+    const int32_t b = static_cast<int32_t>(gammas.size());
+    std::vector<int32_t> accepted, origins;
+    std::vector<const std::byte*> host_sources, device_sources;
+    std::vector<std::vector<std::byte>> host_out;
+    std::vector<std::byte*> host_groups, device_groups, host_dst, device_dst;
+    for (int32_t first = 0; first < b;) {
+      const int32_t n = std::min<int32_t>(b - first, 1 + static_cast<int32_t>(rng.NextBelow(40)));
+      const int32_t rows = s.offsets[first + n] - s.offsets[first];
+      host_out.emplace_back(static_cast<size_t>(rows * row_bytes) + 1, std::byte{0x5A});
+      std::byte* d = Device(host_out.back().data(), host_out.back().size());
+      host_groups.push_back(d);
+      const bool skipped = host_out.size() % 4 == 3;  // a null destination: nothing copied
+      for (int32_t i = first; i < first + n; ++i) {
+        accepted.push_back(static_cast<int32_t>(rng.NextBelow(static_cast<uint64_t>(gammas[i]) + 1)));
+        origins.push_back(first);
+        host_dst.push_back(skipped ? nullptr : host_out.back().data() + 1);  // odd start
+        device_dst.push_back(skipped ? nullptr : d + 1);
+      }
+      first += n;
+    }
+    for (int32_t i = 0; i < b; ++i) {
+      host_sources.push_back(s.sources[i].data() + 1);
+      device_sources.push_back(Device(s.sources[i].data(), s.sources[i].size()) + 1);
+    }
+    AcceptedRowCopyParams p;
+    p.num_sequences = b;
+    p.max_rows = 9;
+    p.row_bytes = row_bytes;
+    p.accepted_lengths = accepted.data();
+    p.sources = host_sources.data();
+    p.destinations = host_dst.data();
+    p.origins = origins.data();
+    ReferenceAcceptedRowCopy(p);
+    p.accepted_lengths = Device(accepted.data(), accepted.size());
+    p.sources = Device(device_sources.data(), device_sources.size());
+    p.destinations = Device(device_dst.data(), device_dst.size());
+    p.origins = Device(origins.data(), origins.size());
+    ASSERT_EQ(LaunchAcceptedRowCopy(p, nullptr), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    for (size_t g = 0; g < host_out.size(); ++g) {
+      std::vector<std::byte> got(host_out[g].size());
+      ASSERT_EQ(cudaMemcpy(got.data(), host_groups[g], got.size(), cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      ASSERT_EQ(got, host_out[g]) << "group " << g << ", row_bytes " << row_bytes;
     }
   }
 }
