@@ -31,4 +31,24 @@ void PlanAcceptedRowCopies(const Batch& batch, const std::byte* staged_kv,
   }
 }
 
+void PlanAcceptedRowCopiesOnDevice(const Batch& batch, const std::byte* staged_kv,
+                                   std::span<const std::byte*> sources,
+                                   std::span<std::byte*> destinations,
+                                   std::span<int32_t> origins) {
+  const GreedyHostInputs& in = batch.inputs;
+  const bool from_regions = batch.shape.kv_from_regions;
+  for (int32_t i = 0; i < in.num_sequences(); ++i) {
+    sources[i] = from_regions ? batch.regions.kv_sources[i]
+                              : staged_kv + int64_t{in.draft_offsets[i]} * in.row_bytes;
+    destinations[i] = batch.packed_kv;
+    origins[i] = 0;
+  }
+  for (const PackedDelivery& d : batch.regions.deliveries) {
+    for (int32_t i = d.first_sequence; i < d.first_sequence + d.num_sequences; ++i) {
+      destinations[i] = d.destination;
+      origins[i] = d.first_sequence;
+    }
+  }
+}
+
 }  // namespace specverify::server

@@ -25,6 +25,18 @@ void PlanAcceptedRowCopies(const Batch& batch, const std::byte* staged_kv,
                            std::span<const std::byte*> sources,
                            std::span<std::byte*> destinations);
 
+// The same plan when the accepted lengths are known on the device only (a
+// sampled chain batch): a destination is where its group starts, origins[i]
+// the group's first sequence (kernels/layout/row_copy.h,
+// AcceptedRowCopyParams). KV_RETURN_REGION requests' sequences: their
+// kv_output and first sequence; every other sequence (inline or handle
+// answers, read from the arena): the arena and 0, i.e. its packed offset.
+// All three spans hold b entries.
+void PlanAcceptedRowCopiesOnDevice(const Batch& batch, const std::byte* staged_kv,
+                                   std::span<const std::byte*> sources,
+                                   std::span<std::byte*> destinations,
+                                   std::span<int32_t> origins);
+
 }  // namespace specverify::server
 
 #endif  // SPECVERIFY_SERVER_BACKEND_ACCEPTED_ROW_COPIES_H_

@@ -6,6 +6,10 @@
 
 namespace specverify::server {
 
+bool SampledChainCopiesAcceptedRows(const StagingShape& s) {
+  return s.sampled && !s.tree && s.kv_bytes > 0 && (s.kv_from_regions || s.deliveries > 0);
+}
+
 StagingLayout LayoutStaging(const StagingShape& s) {
   StagingLayout l;
   const int64_t b = s.sequences;
@@ -19,10 +23,13 @@ StagingLayout LayoutStaging(const StagingShape& s) {
   l.deliveries = l.kv_sources + (s.kv_from_regions ? StagingAlignUp(kPointer * b) : 0);
   l.packed_offsets = l.deliveries + StagingAlignUp(int64_t{sizeof(PackedDelivery)} * s.deliveries);
   const bool greedy_chain = !s.sampled && !s.tree;
+  const bool sampled_plan = SampledChainCopiesAcceptedRows(s);
   l.copy_sources = l.packed_offsets + (greedy_chain ? StagingAlignUp(4 * (b + 1)) : 0);
-  const int64_t copy_table = greedy_chain && s.deliveries > 0 ? StagingAlignUp(kPointer * b) : 0;
+  const int64_t copy_table =
+      (greedy_chain && s.deliveries > 0) || sampled_plan ? StagingAlignUp(kPointer * b) : 0;
   l.copy_destinations = l.copy_sources + copy_table;
-  l.draft_kv = l.copy_destinations + copy_table;
+  l.copy_origins = l.copy_destinations + copy_table;
+  l.draft_kv = l.copy_origins + (sampled_plan ? StagingAlignUp(4 * b) : 0);
   l.inputs_total = l.draft_kv + s.kv_bytes;
   l.inputs_host_filled = s.kv_from_regions ? l.draft_kv : l.inputs_total;
   if (s.sampled) {

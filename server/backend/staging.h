@@ -17,7 +17,8 @@
 //            | parent_indices[rows] (tree batches) | kv_sources[b] | deliveries[d]
 //            | packed_offsets[b+1] (greedy chains)
 //            | copy_sources[b] | copy_destinations[b] (greedy chains with
-//              deliveries) | draft_kv
+//              deliveries; sampled chains with KV rows in or into regions)
+//            | copy_origins[b] (those sampled chains) | draft_kv
 //   sampled: sequence params[b] | target_rows[rows+b] | draft_rows[rows]
 //            | target values | draft values   (sampled batches)
 // The data plane's tables (docs/DATA_PLANE.md) take no bytes unless the batch
@@ -32,6 +33,12 @@
 // requests: one row gather then copies each sequence's accepted rows from
 // where they are staged (or in their region) straight to where they are
 // answered (the request's kv_output, or the packed buffer for the others).
+// A sampled chain batch whose KV rows are in regions or return into them
+// has the same plan plus copy_origins, since its accepted lengths are known
+// on the device only: one copy after the sampler places each sequence's rows
+// after those of the earlier sequences from its origin on
+// (kernels/layout/row_copy.h, AcceptedRowCopyParams); its rows are never
+// gathered.
 #ifndef SPECVERIFY_SERVER_BACKEND_STAGING_H_
 #define SPECVERIFY_SERVER_BACKEND_STAGING_H_
 
@@ -74,7 +81,7 @@ inline int64_t StagingAlignUp(int64_t x) {
 struct StagingLayout {
   int64_t offsets = 0, draft_tokens = 0, target_tokens = 0, parent_indices = 0, kv_sources = 0,
           deliveries = 0, packed_offsets = 0, copy_sources = 0, copy_destinations = 0,
-          draft_kv = 0, inputs_total = 0;
+          copy_origins = 0, draft_kv = 0, inputs_total = 0;
   // The part of the inputs section the batch builder writes: all of it, or
   // up to draft_kv when the backend gathers the KV rows from regions.
   int64_t inputs_host_filled = 0;
@@ -82,6 +89,11 @@ struct StagingLayout {
           sampled_total = 0;
 };
 StagingLayout LayoutStaging(const StagingShape& shape);
+
+// Whether a batch of this shape stages the sampled chains' copy plan
+// (copy_sources, copy_destinations, copy_origins): KV rows that are in
+// regions or go into them.
+bool SampledChainCopiesAcceptedRows(const StagingShape& shape);
 
 // Held by a Batch for as long as its arrays are in use; destroying it gives
 // the memory back to the backend (a CUDA slot: its pinned and device

@@ -388,8 +388,14 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   d.output.error_positions = reinterpret_cast<int32_t*>(res + rl.error_positions);
   // Without KV rows the greedy pack after the sampler would only turn the
   // accepted lengths into packed offsets: the completion does that on the
-  // host, and the sampler is the batch's one kernel.
-  const bool pack_on_device = row_bytes > 0;
+  // host, and the sampler is the batch's one kernel. With KV rows in regions
+  // or returned into them, one copy after the sampler takes each sequence's
+  // accepted rows from where they are to where they are answered (its k's
+  // read on the device), where gathering every row, packing the accepted
+  // ones and delivering them copied them up to three times; the completion
+  // computes the packed offsets too.
+  const bool copy_plan = SampledChainCopiesAcceptedRows(batch.shape);
+  const bool pack_on_device = row_bytes > 0 && !copy_plan;
   work.packed_offsets_on_host = !pack_on_device;
   d.output.greedy_target_tokens = pack_on_device ? greedy_targets : nullptr;
 
@@ -411,16 +417,34 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   g.max_gamma = in.max_gamma();
   SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(g, slot.scratch.view));
 
+  AcceptedRowCopyParams copy;
+  if (copy_plan) {
+    std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+    PlanAcceptedRowCopiesOnDevice(
+        batch, dev + il.draft_kv,
+        {reinterpret_cast<const std::byte**>(pin + il.copy_sources), static_cast<size_t>(b)},
+        {reinterpret_cast<std::byte**>(pin + il.copy_destinations), static_cast<size_t>(b)},
+        {reinterpret_cast<int32_t*>(pin + il.copy_origins), static_cast<size_t>(b)});
+    copy.num_sequences = b;
+    copy.max_rows = in.max_gamma();
+    copy.row_bytes = row_bytes;
+    copy.accepted_lengths = d.output.accepted_lengths;
+    copy.sources = reinterpret_cast<const std::byte* const*>(dev + il.copy_sources);
+    copy.destinations = reinterpret_cast<std::byte* const*>(dev + il.copy_destinations);
+    copy.origins = reinterpret_cast<const int32_t*>(dev + il.copy_origins);
+    SV_RETURN_IF_ERROR(ValidateAcceptedRowCopy(copy));
+  }
+
   // The batch builder wrote both sections into the slot's pinned buffers:
   // two H2D copies (the target-token section of the inputs is written by the
   // sampling kernel; it travels uninitialized and is overwritten).
   SV_RETURN_IF_ERROR(
       CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault, sl.sampled_total));
-  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
   SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
-  if (pack_on_device) {
+  if (copy_plan) {
+    SV_CUDA_RETURN_IF_ERROR(LaunchAcceptedRowCopy(copy, slot.stream));
+  } else if (pack_on_device) {
     SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
-    SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, g.params.output.packed_row_offsets));
   }
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   // The packed size is known on the device only: the upper bound comes back.

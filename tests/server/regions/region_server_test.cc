@@ -347,6 +347,113 @@ TEST_P(RegionServerTest, SampledRowsReadInPlaceMatchTheReference) {
   }
 }
 
+// The sampled counterpart of the test above: one batch of sampled requests
+// taking their rows back into a region, inline and as a handle, with the KV
+// rows (and distributions) in the region or sent inline. The sampler decides
+// the accepted lengths on the device, so a CUDA batch copies each sequence's
+// accepted rows once after it, from where they are to where they are
+// answered (kernels/layout/row_copy.h, AcceptedRowCopyParams); every request
+// must still get exactly its own rows, and nothing past them.
+TEST_P(RegionServerTest, SampledBatchOfEveryReturnGivesEachRequestItsOwnRows) {
+  constexpr int32_t kRequests = 4;
+  constexpr int32_t kPerRequest = 2;
+  options_.preferred_batch_sequences = kRequests * kPerRequest;
+  options_.max_queue_delay_us = 10'000'000;  // the batch forms when all four are in
+  Start();
+  if (server_ == nullptr) return;
+  constexpr int64_t kRowBytes = 72;  // not a multiple of 16: the copy's narrower path
+  const v1::KvReturn returns[kRequests] = {v1::KV_RETURN_REGION, v1::KV_RETURN_HANDLE,
+                                           v1::KV_RETURN_REGION, v1::KV_RETURN_INLINE};
+  for (const bool in_region : {true, false}) {
+    SCOPED_TRACE(in_region ? "KV rows and distributions in the region" : "everything inline");
+    SamplingWorkloadOptions o;
+    o.num_sequences = kRequests * kPerRequest;
+    o.gamma_min = 1;
+    o.gamma_max = 7;
+    o.vocab_size = 1000;
+    o.dtype = SampleDtype::kFloat32;
+    o.kind = SampleValueKind::kProbabilities;
+    o.shape = DistributionShape::kPeaked;
+    o.has_draft_probs = true;
+    o.sequences_per_request = kPerRequest;
+    o.seed = in_region ? 31 : 32;
+    const SamplingWorkload w = *GenerateSamplingWorkload(o);
+    client::SampledRequestSettings settings;
+    settings.kv_row_bytes = kRowBytes;
+    settings.kv_return = v1::KV_RETURN_INLINE;
+    const RejectionHostOutputs expected = client::SampledReference(w, settings);
+    const std::string name = in_region ? "sampled-ref" : "sampled-inline";
+    auto shm = Register(name, 16 << 20);
+    RegionWriter writer(name, shm->data(), shm->size());
+    std::vector<v1::VerifyRequest> requests;
+    for (int32_t r = 0; r < kRequests; ++r) {
+      ASSERT_THAT(client::ExpectedRequestStatus(w, r, expected), IsOk());
+      v1::VerifyRequest request = *client::BuildSampledRequest(w, r, settings);
+      const bool into_region = returns[r] == v1::KV_RETURN_REGION;
+      if (in_region) {
+        ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
+        ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
+      } else if (into_region) {
+        int64_t rows = 0;
+        for (const v1::SequenceDraft& seq : request.sequences()) rows += seq.draft_tokens_size();
+        const absl::StatusOr<int64_t> at = writer.Allocate(rows * kRowBytes);
+        ASSERT_THAT(at, IsOk());
+        v1::TensorRef* out = request.mutable_kv_output();
+        out->set_region(name);
+        out->set_offset_bytes(*at);
+        out->set_dtype(request.sequences(0).draft_kv().dtype());
+        *out->mutable_shape() = request.sequences(0).draft_kv().shape();
+        out->set_shape(0, rows);
+      }
+      if (into_region) {
+        request.set_kv_return(v1::KV_RETURN_REGION);
+        const v1::TensorRef& out = request.kv_output();
+        std::memset(shm->data() + out.offset_bytes(), 0xA5, out.shape(0) * kRowBytes);
+      } else {
+        request.set_kv_return(returns[r]);
+      }
+      requests.push_back(std::move(request));
+    }
+    std::vector<absl::StatusOr<v1::VerifyResponse>> responses(kRequests);
+    std::vector<std::thread> senders;
+    for (int32_t r = 0; r < kRequests; ++r) {
+      senders.emplace_back([&, r] { responses[r] = client_->Verify(requests[r]); });
+    }
+    for (std::thread& t : senders) t.join();
+    int64_t accepted_rows = 0;
+    for (int32_t r = 0; r < kRequests; ++r) {
+      SCOPED_TRACE(absl::StrCat("request ", r));
+      ASSERT_THAT(responses[r], IsOk());
+      const v1::VerifyResponse& response = *responses[r];
+      EXPECT_EQ(response.timing().batch_requests(), kRequests);
+      int64_t rows = 0;
+      for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
+      accepted_rows += rows;
+      // Every return checked as if inline: the rows wherever they went.
+      v1::VerifyResponse as_inline = response;
+      if (returns[r] == v1::KV_RETURN_HANDLE) {
+        const absl::StatusOr<std::string> fetched = client_->FetchKv(response.kv().id());
+        ASSERT_THAT(fetched, IsOk());
+        as_inline.set_kv_inline(*fetched);
+        EXPECT_THAT(client_->ReleaseKv(response.kv().id()), IsOk());
+      } else if (returns[r] == v1::KV_RETURN_REGION) {
+        EXPECT_TRUE(response.kv_inline().empty());
+        const v1::TensorRef& out = requests[r].kv_output();
+        const std::byte* at = shm->data() + out.offset_bytes();
+        as_inline.set_kv_inline(
+            std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
+        for (int64_t i = rows * kRowBytes; i < out.shape(0) * kRowBytes; ++i) {
+          ASSERT_EQ(static_cast<unsigned char>(at[i]), 0xA5) << "byte " << i << " past the rows";
+        }
+      }
+      EXPECT_THAT(client::CheckSampledResponse(w, r, settings, expected, as_inline), IsOk());
+    }
+    // The workload accepts rows in more than one request, so the groups'
+    // placement is exercised, not only empty copies.
+    EXPECT_GT(accepted_rows, 2 * kPerRequest);
+  }
+}
+
 TEST_P(RegionServerTest, BadReferencesAreRefusedNamingTheField) {
   Start();
   if (server_ == nullptr) return;
