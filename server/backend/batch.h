@@ -124,9 +124,10 @@ struct GreedyHostResults {
 
 // The rest of a sampled batch (key.mode == kSampled): the draft offsets,
 // tokens and KV rows live in Batch::inputs as for greedy; inputs.target_tokens
-// is sized [offsets[b] + b] and the backend fills it with the
-// greedy_target_tokens of the outcome, so the greedy pack packs the accepted
-// rows (rejection_params.h, GreedyTargetForOutcome).
+// is sized [offsets[b] + b]; the CPU backend fills it with the
+// greedy_target_tokens of the outcome, so the greedy pack phases pack the
+// accepted rows (rejection_params.h, GreedyTargetForOutcome). The CUDA
+// executor copies each sequence's first k rows instead (AcceptedRowCopyParams).
 struct SampledHostInputs {
   std::span<std::byte> target_values;             // [(offsets[b] + b) * V] of the key's dtype
   std::span<std::byte> draft_values;              // [offsets[b] * V]; empty without draft probs

@@ -7,7 +7,7 @@
 namespace specverify::server {
 
 bool SampledChainCopiesAcceptedRows(const StagingShape& s) {
-  return s.sampled && !s.tree && s.kv_bytes > 0 && (s.kv_from_regions || s.deliveries > 0);
+  return s.sampled && !s.tree && s.kv_bytes > 0;
 }
 
 StagingLayout LayoutStaging(const StagingShape& s) {

@@ -17,8 +17,8 @@
 //            | parent_indices[rows] (tree batches) | kv_sources[b] | deliveries[d]
 //            | packed_offsets[b+1] (greedy chains)
 //            | copy_sources[b] | copy_destinations[b] (greedy chains with
-//              deliveries; sampled chains with KV rows in or into regions)
-//            | copy_origins[b] (those sampled chains) | draft_kv
+//              deliveries; sampled chains with KV rows)
+//            | copy_origins[b] (sampled chains with KV rows) | draft_kv
 //   sampled: sequence params[b] | target_rows[rows+b] | draft_rows[rows]
 //            | target values | draft values   (sampled batches)
 // The data plane's tables (docs/DATA_PLANE.md) take no bytes unless the batch
@@ -33,12 +33,11 @@
 // requests: one row gather then copies each sequence's accepted rows from
 // where they are staged (or in their region) straight to where they are
 // answered (the request's kv_output, or the packed buffer for the others).
-// A sampled chain batch whose KV rows are in regions or return into them
-// has the same plan plus copy_origins, since its accepted lengths are known
-// on the device only: one copy after the sampler places each sequence's rows
-// after those of the earlier sequences from its origin on
-// (kernels/layout/row_copy.h, AcceptedRowCopyParams); its rows are never
-// gathered.
+// A sampled chain batch with KV rows has the same plan plus copy_origins,
+// since its accepted lengths are known on the device only: one copy after
+// the sampler places each sequence's rows after those of the earlier
+// sequences from its origin on (kernels/layout/row_copy.h,
+// AcceptedRowCopyParams); its rows are never gathered or packed.
 #ifndef SPECVERIFY_SERVER_BACKEND_STAGING_H_
 #define SPECVERIFY_SERVER_BACKEND_STAGING_H_
 
@@ -91,8 +90,8 @@ struct StagingLayout {
 StagingLayout LayoutStaging(const StagingShape& shape);
 
 // Whether a batch of this shape stages the sampled chains' copy plan
-// (copy_sources, copy_destinations, copy_origins): KV rows that are in
-// regions or go into them.
+// (copy_sources, copy_destinations, copy_origins): a sampled chain batch
+// with KV rows.
 bool SampledChainCopiesAcceptedRows(const StagingShape& shape);
 
 // Held by a Batch for as long as its arrays are in use; destroying it gives

@@ -4,10 +4,11 @@
 // one launch, or one gather from the workers' regions, and no results to
 // copy back); batches with more draft tokens than
 // CudaExecutorOptions::greedy_host_decision_max_rows are verified on the
-// device instead (fused or two-step). Sampled batches run the
-// rejection-sampling kernels (kernels/sampling), whose greedy_target_tokens
-// then drive the device-side greedy pack (fused or two-step, chosen per batch
-// by the GreedyDispatcher). The launches are in cuda_executor_launch.cc.
+// device instead (fused or two-step, chosen per batch by the
+// GreedyDispatcher). Sampled batches run the rejection-sampling kernels
+// (kernels/sampling), then, with KV rows, one copy of each sequence's
+// accepted rows to where they are answered (kernels/layout/row_copy.h,
+// AcceptedRowCopyParams). The launches are in cuda_executor_launch.cc.
 //
 // Pipeline. Every device buffer, pinned buffer, stream, event and kernel
 // scratch is reserved at start-up for the configured limits; nothing is

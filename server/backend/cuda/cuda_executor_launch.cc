@@ -362,7 +362,6 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   std::byte* const dev = slot.device_inputs.as<std::byte>();
   std::byte* const res = slot.device_results.as<std::byte>();
   std::byte* const sdev = slot.device_sampled.as<std::byte>();
-  int32_t* const greedy_targets = reinterpret_cast<int32_t*>(dev + il.target_tokens);
 
   RejectionSampleParams d;
   d.input = host.input;
@@ -386,39 +385,20 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   d.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
   d.output.status_codes = reinterpret_cast<int32_t*>(res + rl.status_codes);
   d.output.error_positions = reinterpret_cast<int32_t*>(res + rl.error_positions);
-  // Without KV rows the greedy pack after the sampler would only turn the
-  // accepted lengths into packed offsets: the completion does that on the
-  // host, and the sampler is the batch's one kernel. With KV rows in regions
-  // or returned into them, one copy after the sampler takes each sequence's
-  // accepted rows from where they are to where they are answered (its k's
-  // read on the device), where gathering every row, packing the accepted
-  // ones and delivering them copied them up to three times; the completion
-  // computes the packed offsets too.
-  const bool copy_plan = SampledChainCopiesAcceptedRows(batch.shape);
-  const bool pack_on_device = row_bytes > 0 && !copy_plan;
-  work.packed_offsets_on_host = !pack_on_device;
-  d.output.greedy_target_tokens = pack_on_device ? greedy_targets : nullptr;
-
-  // The greedy pack over the outcome's target tokens reproduces k exactly;
-  // its next tokens go aside (the sampled ones are the answer).
-  GreedyDeviceBatch g;
-  g.params.input.num_sequences = b;
-  g.params.input.draft_offsets = d.input.draft_offsets;
-  g.params.input.draft_tokens = d.input.draft_tokens;
-  g.params.input.target_tokens = greedy_targets;
-  g.params.input.draft_kv = row_bytes > 0 ? dev + il.draft_kv : nullptr;
-  g.params.input.row_bytes = row_bytes;
-  g.params.output.accepted_lengths = d.output.accepted_lengths;
-  g.params.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.greedy_next);
-  g.params.output.packed_row_offsets = reinterpret_cast<int32_t*>(res + rl.packed_offsets);
-  g.params.output.mismatch = d.output.mismatch;
-  g.params.output.packed_kv = row_bytes > 0 ? batch.packed_kv : nullptr;
-  g.total_draft_rows = rows;
-  g.max_gamma = in.max_gamma();
-  SV_RETURN_IF_ERROR(ValidateGreedyDeviceBatch(g, slot.scratch.view));
-
+  d.output.greedy_target_tokens = nullptr;
+  // The accepted lengths exist on the device only. With KV rows, one copy
+  // after the sampler reads them there and takes each sequence's first k
+  // rows from where they are (a region or the staging) to where they are
+  // answered (its request's kv_output, or the arena at its packed offset):
+  // no gather of every row before, no pack or delivery after (up to three
+  // copies of each accepted row, and a greedy pack re-deriving k from target
+  // tokens the sampler wrote for it; device time per batch -6 to -15 us on
+  // the H100, bench/server/results/2026-11-27-sampled-copy). Either way the
+  // completion computes the packed offsets on the host.
+  work.packed_offsets_on_host = true;
+  const bool copy_rows = SampledChainCopiesAcceptedRows(batch.shape);
   AcceptedRowCopyParams copy;
-  if (copy_plan) {
+  if (copy_rows) {
     std::byte* const pin = slot.pinned_inputs.as<std::byte>();
     PlanAcceptedRowCopiesOnDevice(
         batch, dev + il.draft_kv,
@@ -435,17 +415,12 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
     SV_RETURN_IF_ERROR(ValidateAcceptedRowCopy(copy));
   }
 
-  // The batch builder wrote both sections into the slot's pinned buffers:
-  // two H2D copies (the target-token section of the inputs is written by the
-  // sampling kernel; it travels uninitialized and is overwritten).
+  // The batch builder wrote both sections into the slot's pinned buffers (the
+  // executor the copy plan): two H2D copies.
   SV_RETURN_IF_ERROR(
       CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault, sl.sampled_total));
   SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
-  if (copy_plan) {
-    SV_CUDA_RETURN_IF_ERROR(LaunchAcceptedRowCopy(copy, slot.stream));
-  } else if (pack_on_device) {
-    SV_CUDA_RETURN_IF_ERROR(dispatcher_->Launch(g, slot.scratch.view, slot.stream, &work.path));
-  }
+  if (copy_rows) SV_CUDA_RETURN_IF_ERROR(LaunchAcceptedRowCopy(copy, slot.stream));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   // The packed size is known on the device only: the upper bound comes back.
   return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);

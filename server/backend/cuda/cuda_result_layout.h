@@ -10,15 +10,14 @@
 
 namespace specverify::server {
 
-// status_codes / error_positions are the rejection-sampling outcome codes;
-// greedy_next takes the greedy pack's next tokens of a sampled batch (the
-// sampled ones are kept). Greedy batches decided on the device copy them back
-// too (2-3 KiB at most); host-decided ones copy nothing back.
+// status_codes / error_positions are the rejection-sampling outcome codes.
+// Greedy batches decided on the device copy them back too (2-3 KiB at most);
+// host-decided ones copy nothing back.
 // Tree batches add accepted_nodes (the paths' CSR, copied back) and
 // path_nodes (the sampled kernel's per-tree slots, device only), [rows] each.
 struct ResultLayout {
   int64_t accepted = 0, next = 0, packed_offsets = 0, status_codes = 0, error_positions = 0,
-          greedy_next = 0, mismatch = 0, accepted_nodes = 0, path_nodes = 0, total = 0;
+          mismatch = 0, accepted_nodes = 0, path_nodes = 0, total = 0;
 };
 inline ResultLayout LayoutResults(int64_t b, int64_t tree_rows = 0) {
   ResultLayout l;
@@ -26,8 +25,7 @@ inline ResultLayout LayoutResults(int64_t b, int64_t tree_rows = 0) {
   l.packed_offsets = l.next + StagingAlignUp(4 * b);
   l.status_codes = l.packed_offsets + StagingAlignUp(4 * (b + 1));
   l.error_positions = l.status_codes + StagingAlignUp(4 * b);
-  l.greedy_next = l.error_positions + StagingAlignUp(4 * b);
-  l.mismatch = l.greedy_next + StagingAlignUp(4 * b);
+  l.mismatch = l.error_positions + StagingAlignUp(4 * b);
   l.accepted_nodes = l.mismatch + StagingAlignUp(b);
   l.path_nodes = l.accepted_nodes + StagingAlignUp(4 * tree_rows);
   l.total = tree_rows > 0 ? l.path_nodes + 4 * tree_rows : l.mismatch + b;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sampled batches whose KV rows are in the worker's CUDA region: one copy of
+# Runs 1, 2 and 4. Sampled batches whose KV rows are in the worker's CUDA region: one copy of
 # the accepted rows after the sampler (new) against gathering every row, the
 # greedy pack and, for region returns, a delivery (old: the server of
 # fc3148d, whose server code is e963a40's), alternating per round in one run
