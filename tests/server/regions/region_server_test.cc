@@ -66,6 +66,24 @@ class RegionServerTest : public testing::DeviceServerTest {
     return *std::move(shm);
   }
 
+  // Rows sent inline, answered into the region: a kv_output for every draft
+  // row of the request, allocated in `writer`'s region by hand.
+  static absl::Status AnswerIntoRegion(RegionWriter& writer, const std::string& region,
+                                       int64_t row_bytes, v1::VerifyRequest* request) {
+    int64_t rows = 0;
+    for (const v1::SequenceDraft& seq : request->sequences()) rows += seq.draft_tokens_size();
+    const absl::StatusOr<int64_t> at = writer.Allocate(rows * row_bytes);
+    if (!at.ok()) return at.status();
+    v1::TensorRef* out = request->mutable_kv_output();
+    out->set_region(region);
+    out->set_offset_bytes(*at);
+    out->set_dtype(request->sequences(0).draft_kv().dtype());
+    *out->mutable_shape() = request->sequences(0).draft_kv().shape();
+    out->set_shape(0, rows);
+    request->set_kv_return(v1::KV_RETURN_REGION);
+    return absl::OkStatus();
+  }
+
   GreedyWorkload Greedy(int32_t sequences, int64_t row_bytes, uint64_t seed) {
     GreedyWorkloadOptions w;
     w.num_sequences = sequences;
@@ -238,18 +256,7 @@ TEST_P(RegionServerTest, OneBatchOfEveryReturnGivesEachRequestItsOwnRows) {
       if (kv_in_region) {
         ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
       } else if (into_region) {
-        // Rows sent inline, answered into the region: kv_output by hand.
-        int64_t rows = 0;
-        for (const v1::SequenceDraft& seq : request.sequences()) rows += seq.draft_tokens_size();
-        const absl::StatusOr<int64_t> at = writer.Allocate(rows * kRowBytes);
-        ASSERT_THAT(at, IsOk());
-        v1::TensorRef* out = request.mutable_kv_output();
-        out->set_region(name);
-        out->set_offset_bytes(*at);
-        out->set_dtype(request.sequences(0).draft_kv().dtype());
-        *out->mutable_shape() = request.sequences(0).draft_kv().shape();
-        out->set_shape(0, rows);
-        request.set_kv_return(v1::KV_RETURN_REGION);
+        ASSERT_THAT(AnswerIntoRegion(writer, name, kRowBytes, &request), IsOk());
       }
       if (into_region) {
         const v1::TensorRef& out = request.kv_output();
@@ -394,16 +401,7 @@ TEST_P(RegionServerTest, SampledBatchOfEveryReturnGivesEachRequestItsOwnRows) {
         ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
         ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
       } else if (into_region) {
-        int64_t rows = 0;
-        for (const v1::SequenceDraft& seq : request.sequences()) rows += seq.draft_tokens_size();
-        const absl::StatusOr<int64_t> at = writer.Allocate(rows * kRowBytes);
-        ASSERT_THAT(at, IsOk());
-        v1::TensorRef* out = request.mutable_kv_output();
-        out->set_region(name);
-        out->set_offset_bytes(*at);
-        out->set_dtype(request.sequences(0).draft_kv().dtype());
-        *out->mutable_shape() = request.sequences(0).draft_kv().shape();
-        out->set_shape(0, rows);
+        ASSERT_THAT(AnswerIntoRegion(writer, name, kRowBytes, &request), IsOk());
       }
       if (into_region) {
         request.set_kv_return(v1::KV_RETURN_REGION);
