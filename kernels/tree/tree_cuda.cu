@@ -147,6 +147,8 @@ struct PackArgs {
   const int32_t* given_lengths;      // pack only
   const int32_t* given_paths;        // pack only, per-tree slots
   const std::byte* draft_kv;
+  const std::byte* const* kv_sources;  // optional: tree i's rows at kv_sources[i]
+  int32_t kv_source_alignment;
   int64_t row_bytes;
   int32_t* accepted_lengths;         // greedy only
   int32_t* next_tokens;              // greedy only
@@ -240,14 +242,18 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
   // (3) First round of row loads, before the prefix is known.
   const int64_t rb = a.row_bytes;
   const int units = static_cast<int>(rb / kVec);
-  const V* src = reinterpret_cast<const V*>(a.draft_kv);
+  // This tree's rows: in the worker's region (one more dependent load) or
+  // staged contiguously with the batch's.
+  const V* src = units == 0                 ? nullptr
+                 : a.kv_sources != nullptr ? reinterpret_cast<const V*>(a.kv_sources[tree])
+                                           : reinterpret_cast<const V*>(a.draft_kv) + int64_t{first} * units;
   V* dst = reinterpret_cast<V*>(a.packed_kv);
   const int first_rows = min(depth, kRowsInFlight);
   V early[kRowsInFlight];
   if (tid < units) {
 #pragma unroll
     for (int k = 0; k < kRowsInFlight; ++k) {
-      if (k < first_rows) early[k] = src[(int64_t{first} + smem.path[k]) * units + tid];
+      if (k < first_rows) early[k] = src[int64_t{smem.path[k]} * units + tid];
     }
   }
 
@@ -305,7 +311,7 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
       V v[kRowsInFlight];
 #pragma unroll
       for (int k = 0; k < kRowsInFlight; ++k) {
-        if (k < rows) v[k] = src[(int64_t{first} + smem.path[k0 + k]) * units + u];
+        if (k < rows) v[k] = src[int64_t{smem.path[k0 + k]} * units + u];
       }
 #pragma unroll
       for (int k = 0; k < kRowsInFlight; ++k) {
@@ -315,11 +321,11 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
   }
 }
 
-// Widest vector that divides the row and aligns both buffers.
-int PackVectorBytes(int64_t row_bytes, const void* src, const void* dst) {
+// Widest vector that divides the row and aligns both buffers (`src`: the
+// address, or the alignment every source is known to have).
+int PackVectorBytes(int64_t row_bytes, uintptr_t src, const void* dst) {
   const auto aligned = [&](int v) {
-    return row_bytes % v == 0 && reinterpret_cast<uintptr_t>(src) % v == 0 &&
-           reinterpret_cast<uintptr_t>(dst) % v == 0;
+    return row_bytes % v == 0 && src % v == 0 && reinterpret_cast<uintptr_t>(dst) % v == 0;
   };
   if (row_bytes == 0) return 16;
   if (aligned(16)) return 16;
@@ -371,7 +377,13 @@ cudaError_t LaunchWalkPack(const PackArgs& a, const TreeScratch& scratch, cudaSt
   if (a.num_trees < 1 || a.num_trees > scratch.max_trees || scratch.data == nullptr) return cudaErrorInvalidValue;
   if (a.row_bytes < 0 || a.row_bytes / 16 > INT_MAX) return cudaErrorInvalidValue;
   auto* state = static_cast<LookbackState*>(scratch.data);
-  switch (PackVectorBytes(a.row_bytes, a.draft_kv, a.packed_kv)) {
+  if (a.kv_sources != nullptr && (a.kv_source_alignment < 1 ||
+                                  (a.kv_source_alignment & (a.kv_source_alignment - 1)) != 0)) {
+    return cudaErrorInvalidValue;
+  }
+  const uintptr_t src = a.kv_sources != nullptr ? static_cast<uintptr_t>(a.kv_source_alignment)
+                                                : reinterpret_cast<uintptr_t>(a.draft_kv);
+  switch (PackVectorBytes(a.row_bytes, src, a.packed_kv)) {
     case 16: return LaunchWalkPackVec<16, kGreedy>(a, state, stream);
     case 8: return LaunchWalkPackVec<8, kGreedy>(a, state, stream);
     case 4: return LaunchWalkPackVec<4, kGreedy>(a, state, stream);
@@ -1048,6 +1060,8 @@ cudaError_t LaunchTreeGreedyVerifyPack(const TreeGreedyDeviceBatch& batch, const
   a.parent_indices = p.parent_indices;
   a.target_tokens = p.input.target_tokens;
   a.draft_kv = p.input.draft_kv;
+  a.kv_sources = p.kv_sources;
+  a.kv_source_alignment = p.kv_source_alignment;
   a.row_bytes = p.input.row_bytes;
   a.accepted_lengths = p.output.accepted_lengths;
   a.next_tokens = p.output.next_tokens;
@@ -1065,6 +1079,8 @@ cudaError_t LaunchTreePack(const TreePackParams& p, const TreeScratch& scratch, 
   a.given_lengths = p.accepted_lengths;
   a.given_paths = p.path_nodes;
   a.draft_kv = p.draft_kv;
+  a.kv_sources = p.kv_sources;
+  a.kv_source_alignment = p.kv_source_alignment;
   a.row_bytes = p.row_bytes;
   a.packed_row_offsets = p.packed_row_offsets;
   a.accepted_nodes = p.accepted_nodes;

@@ -60,6 +60,12 @@ struct TreeGreedyVerifyParams {
   // indices) at accepted_nodes[packed_row_offsets[i] + d], d < depth (CSR
   // sharing the packed offsets).
   int32_t* accepted_nodes = nullptr;
+  // Optional, [b]: tree i's n_i KV rows, contiguous, where they are (a
+  // worker's region) instead of input.draft_kv + offsets[i] * row_bytes, so
+  // only the accepted rows are read and nothing gathers the others first.
+  // kv_source_alignment: a power of two (<= 16) dividing every entry.
+  const std::byte* const* kv_sources = nullptr;
+  int32_t kv_source_alignment = 1;
 };
 
 // Sampled tree verification: SpecInfer's multi-candidate rule (docs/TREES.md).
@@ -103,6 +109,9 @@ struct TreePackParams {
   const int32_t* path_nodes = nullptr;       // [offsets[b]], read-only, per-tree slots as above
   const std::byte* draft_kv = nullptr;       // [offsets[b] * row_bytes]; null iff row_bytes == 0
   int64_t row_bytes = 0;
+  // Optional, as in TreeGreedyVerifyParams: tree i's rows at kv_sources[i].
+  const std::byte* const* kv_sources = nullptr;
+  int32_t kv_source_alignment = 1;
   int32_t* packed_row_offsets = nullptr;     // [b + 1], write-only
   int32_t* accepted_nodes = nullptr;         // [offsets[b]] capacity, write-only, CSR
   std::byte* packed_kv = nullptr;            // [offsets[b] * row_bytes]; null iff row_bytes == 0

@@ -382,6 +382,8 @@ void ReferenceTreeGreedyVerifyPack(const TreeGreedyVerifyParams& params) {
   pack.path_nodes = path.data();
   pack.draft_kv = in.draft_kv;
   pack.row_bytes = in.row_bytes;
+  pack.kv_sources = params.kv_sources;
+  pack.kv_source_alignment = params.kv_source_alignment;
   pack.packed_row_offsets = params.output.packed_row_offsets;
   pack.accepted_nodes = params.accepted_nodes;
   pack.packed_kv = params.output.packed_kv;
@@ -428,9 +430,11 @@ void ReferenceTreePackRange(const TreePackParams& params, int32_t begin, int32_t
       const int32_t node = params.path_nodes[first + d];
       params.accepted_nodes[dest + d] = node;
       if (params.row_bytes > 0) {
+        const std::byte* const rows = params.kv_sources != nullptr
+                                          ? params.kv_sources[i]
+                                          : params.draft_kv + int64_t{first} * params.row_bytes;
         std::memcpy(params.packed_kv + (int64_t{dest} + d) * params.row_bytes,
-                    params.draft_kv + (int64_t{first} + node) * params.row_bytes,
-                    static_cast<size_t>(params.row_bytes));
+                    rows + int64_t{node} * params.row_bytes, static_cast<size_t>(params.row_bytes));
       }
     }
   }

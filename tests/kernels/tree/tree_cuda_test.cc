@@ -68,6 +68,31 @@ class DeviceMemory {
   std::vector<void*> owned_;
 };
 
+// Each tree's KV rows in a device buffer of its own, `shift` bytes past an
+// allocation's start (as a worker's region holds them): the device table of
+// where each tree's rows start, for kv_sources. The rows are the contiguous
+// `kv`'s, so a pack through the table must equal the pack of `kv`.
+const std::byte* const* ScatterTreeRows(DeviceMemory& mem, const std::byte* kv, const int32_t* offsets,
+                                        int32_t trees, int64_t row_bytes, int64_t shift) {
+  std::vector<const std::byte*> sources(trees);
+  for (int32_t i = 0; i < trees; ++i) {
+    const int64_t bytes = int64_t{offsets[i + 1] - offsets[i]} * row_bytes;
+    std::vector<std::byte> padded(static_cast<size_t>(shift + bytes), std::byte{0x3C});
+    std::copy(kv + int64_t{offsets[i]} * row_bytes, kv + int64_t{offsets[i + 1]} * row_bytes,
+              padded.begin() + shift);
+    sources[i] = mem.Upload(padded.data(), padded.size()) + shift;
+  }
+  return mem.Upload(sources.data(), sources.size());
+}
+
+// The largest power of two <= 16 dividing `shift` (cudaMalloc's 256-byte
+// alignment supplies the rest).
+int32_t ShiftAlignment(int64_t shift) {
+  int32_t a = 16;
+  while (a > 1 && shift % a != 0) a /= 2;
+  return a;
+}
+
 class TreeCudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -144,6 +169,21 @@ class TreeCudaTest : public ::testing::Test {
       const std::vector<std::byte> tail = mem.Download(out.packed_kv, total * rb);
       EXPECT_TRUE(std::all_of(tail.begin() + accepted * rb, tail.end(), [](std::byte x) { return x == std::byte{0xEE}; }))
           << "packed_kv written past the accepted rows";
+      // The same batch with each tree's rows where a worker's region would
+      // hold them (kv_sources), at two alignments: the same rows come out.
+      for (const int64_t shift : {int64_t{16}, int64_t{4}, int64_t{1}}) {
+        SCOPED_TRACE(absl::StrCat("kv_sources, shift ", shift));
+        batch.params.kv_sources = ScatterTreeRows(mem, host_in.draft_kv, host_in.draft_offsets, b, rb, shift);
+        batch.params.kv_source_alignment = ShiftAlignment(shift);
+        out.packed_kv = mem.Alloc<std::byte>(total * rb);
+        ASSERT_EQ(LaunchTreeGreedyVerifyPack(batch, scratch_.view, stream_), cudaSuccess);
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        EXPECT_EQ(mem.Download(out.packed_row_offsets, b + 1), cpu.packed_row_offsets);
+        const std::vector<std::byte> from_sources = mem.Download(out.packed_kv, accepted * rb);
+        EXPECT_TRUE(std::equal(from_sources.begin(), from_sources.end(), cpu.packed_kv.begin()))
+            << "packed_kv from kv_sources";
+      }
+      batch.params.kv_sources = nullptr;
     }
   }
 
@@ -273,6 +313,18 @@ SampledRun RunSampledOnDevice(const SampledTreeBatch& batch, int32_t cluster_blo
   EXPECT_EQ(offsets, r.packed_row_offsets) << "pack offsets";
   EXPECT_TRUE(std::equal(r.accepted_nodes.begin(), r.accepted_nodes.end(), nodes.begin())) << "pack accepted_nodes";
   EXPECT_TRUE(std::equal(r.packed_kv.begin(), r.packed_kv.end(), packed.begin())) << "pack rows";
+  if (row_bytes > 0) {
+    // The pack of the same paths with each tree's rows in a buffer of its
+    // own, 4 bytes past its start (kv_sources): the same rows.
+    pack.kv_sources = ScatterTreeRows(mem, kv.data(), host.draft_offsets, b, row_bytes, 4);
+    pack.kv_source_alignment = 4;
+    pack.packed_kv = mem.Alloc<std::byte>(kv.size());
+    EXPECT_EQ(LaunchTreePack(pack, scratch, stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    const std::vector<std::byte> from_sources =
+        mem.Download(pack.packed_kv, int64_t{r.packed_row_offsets[b]} * row_bytes);
+    EXPECT_EQ(from_sources, r.packed_kv) << "pack rows from kv_sources";
+  }
   return r;
 }
 

@@ -134,6 +134,44 @@ TEST(TreeGreedyReferenceTest, ChainAsTreeEqualsChainVerifyPack) {
   }
 }
 
+// Trees whose KV rows are where a worker's regions hold them (kv_sources: a
+// buffer per tree, here in reverse order and apart from each other) pack
+// exactly the rows of the same trees staged contiguously.
+TEST(TreeGreedyReferenceTest, RowsReadThroughKvSourcesPackLikeStagedRows) {
+  TreeWorkloadOptions o;
+  o.num_trees = 23;
+  o.num_nodes = 40;
+  o.row_bytes = 20;
+  o.level_acceptance = {0.95, 0.9, 0.8};
+  o.seed = 5;
+  absl::StatusOr<TreeGreedyWorkload> w = GenerateTreeGreedyWorkload(o);
+  ASSERT_THAT(w.status(), IsOk());
+  const GreedyBatchInput in = w->input();
+  GreedyTreeOutputs staged(in);
+  TreeGreedyVerifyParams p;
+  p.input = in;
+  p.parent_indices = w->parent_indices.data();
+  p.output = staged.chain.view();
+  p.accepted_nodes = staged.accepted_nodes.data();
+  ReferenceTreeGreedyVerifyPack(p);
+
+  std::vector<std::vector<std::byte>> regions(o.num_trees);
+  std::vector<const std::byte*> sources(o.num_trees);
+  for (int32_t i = o.num_trees - 1; i >= 0; --i) {
+    regions[i].assign(in.draft_kv + int64_t{in.draft_offsets[i]} * in.row_bytes,
+                      in.draft_kv + int64_t{in.draft_offsets[i + 1]} * in.row_bytes);
+    sources[i] = regions[i].data();
+  }
+  GreedyTreeOutputs sourced(in);
+  p.output = sourced.chain.view();
+  p.accepted_nodes = sourced.accepted_nodes.data();
+  p.kv_sources = sources.data();
+  ReferenceTreeGreedyVerifyPack(p);
+  EXPECT_EQ(sourced.chain.packed_row_offsets, staged.chain.packed_row_offsets);
+  EXPECT_EQ(sourced.chain.packed_kv, staged.chain.packed_kv);
+  EXPECT_GT(staged.chain.packed_row_offsets[o.num_trees], o.num_trees);  // rows were packed
+}
+
 TEST(TreeGreedyReferenceTest, LowestIndexMatchingChildWins) {
   // Root children 0 and 1 carry token 5; the target after the root is 5.
   const std::vector<int32_t> offsets{0, 3};
