@@ -219,10 +219,21 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
   out.packed_kv = row_bytes > 0 ? batch.packed_kv : nullptr;
   int32_t* const parents = i32(dev, il.parent_indices);
   int32_t* const accepted_nodes = i32(res, rl.accepted_nodes);
+  // KV rows in regions are read where they are, only the accepted path's:
+  // the pack reads tree i's rows at kv_sources[i] (the staged table), with
+  // the widest access every region address allows, and nothing gathers a
+  // tree's other nodes first.
+  const std::byte* const* kv_sources = nullptr;
+  int32_t kv_source_alignment = 16;
+  if (row_bytes > 0 && batch.shape.kv_from_regions) {
+    kv_sources = reinterpret_cast<const std::byte* const*>(dev + il.kv_sources);
+    for (const std::byte* source : batch.regions.kv_sources) {
+      while (reinterpret_cast<uintptr_t>(source) % kv_source_alignment != 0) kv_source_alignment /= 2;
+    }
+  }
 
   SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault,
                                         sampled ? il.sampled_total : 0));
-  SV_RETURN_IF_ERROR(GatherRegionRows(work, dev, dev + il.draft_kv));
   if (!sampled) {
     SV_RETURN_IF_ERROR(ValidateTreeStructure(b, in.draft_offsets.data(), in.parent_indices.data(),
                                              BackendTreeLimits()));
@@ -231,6 +242,8 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     t.params.parent_indices = parents;
     t.params.output = out;
     t.params.accepted_nodes = accepted_nodes;
+    t.params.kv_sources = kv_sources;
+    t.params.kv_source_alignment = kv_source_alignment;
     t.total_nodes = rows;
     SV_RETURN_IF_ERROR(ValidateTreeGreedyDeviceBatch(t, slot.tree_scratch.view));
     SV_CUDA_RETURN_IF_ERROR(LaunchTreeGreedyVerifyPack(t, slot.tree_scratch.view, slot.stream));
@@ -273,6 +286,8 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     pack.packed_row_offsets = out.packed_row_offsets;
     pack.accepted_nodes = accepted_nodes;
     pack.packed_kv = out.packed_kv;
+    pack.kv_sources = kv_sources;
+    pack.kv_source_alignment = kv_source_alignment;
     SV_CUDA_RETURN_IF_ERROR(LaunchTreePack(pack, slot.tree_scratch.view, slot.stream));
   }
   SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, out.packed_row_offsets));

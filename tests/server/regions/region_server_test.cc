@@ -19,11 +19,13 @@
 #include "client/greedy_requests.h"
 #include "client/region.h"
 #include "client/sampled_requests.h"
+#include "client/tree_requests.h"
 #include "client/verifier_client.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "kernels/workload/greedy_workload.h"
 #include "kernels/workload/sampling_workload.h"
+#include "kernels/workload/tree_workload.h"
 #include "server/app/verifier_server.h"
 #include "tests/server/testing/device_server_test.h"
 #include "tests/testing/status_matchers.h"
@@ -450,6 +452,62 @@ TEST_P(RegionServerTest, SampledBatchOfEveryReturnGivesEachRequestItsOwnRows) {
     // placement is exercised, not only empty copies.
     EXPECT_GT(accepted_rows, 2 * kPerRequest);
   }
+}
+
+// Greedy token trees whose KV rows are in the worker's region: the CUDA pack
+// reads each tree's accepted rows where they are (kv_sources; nothing
+// gathers the other nodes first), the CPU backend gathers them on the host.
+// Rows returned into the region and inline, every answer against the
+// workload's oracle.
+TEST_P(RegionServerTest, GreedyTreesWithRowsInARegionMatchTheOracle) {
+  Start();
+  if (server_ == nullptr) return;
+  constexpr int64_t kRowBytes = 100;  // not a multiple of 8: the pack's narrower loads
+  TreeWorkloadOptions o;
+  o.num_trees = 16;
+  o.num_nodes = 30;
+  o.row_bytes = kRowBytes;
+  o.vocab_size = 5000;
+  o.level_acceptance = {0.9, 0.8, 0.6};
+  o.seed = 41;
+  const TreeGreedyWorkload w = *GenerateTreeGreedyWorkload(o);
+  auto shm = Register("trees", 8 << 20);
+  RegionWriter writer("trees", shm->data(), shm->size());
+  constexpr int32_t kPerRequest = 4;
+  int64_t accepted_rows = 0;
+  for (const bool into_region : {true, false}) {
+    for (int32_t first = 0; first < w.num_trees(); first += kPerRequest) {
+      SCOPED_TRACE(absl::StrCat("trees ", first, into_region ? " into the region" : " inline"));
+      v1::VerifyRequest request =
+          *client::BuildTreeGreedyRequest(w, first, kPerRequest, v1::KV_RETURN_INLINE);
+      writer.Reset();
+      ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
+      ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
+      if (into_region) {
+        std::memset(shm->data() + request.kv_output().offset_bytes(), 0xA5,
+                    request.kv_output().shape(0) * kRowBytes);
+      }
+      absl::StatusOr<v1::VerifyResponse> response = client_->Verify(request);
+      ASSERT_THAT(response, IsOk());
+      int64_t rows = 0;
+      for (const v1::SequenceResult& result : response->results()) rows += result.kv_row_count();
+      accepted_rows += rows;
+      v1::VerifyResponse as_inline = *response;
+      if (into_region) {
+        EXPECT_TRUE(response->kv_inline().empty());
+        const std::byte* at = shm->data() + request.kv_output().offset_bytes();
+        as_inline.set_kv_inline(
+            std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
+        if (rows < request.kv_output().shape(0)) {
+          EXPECT_EQ(static_cast<unsigned char>(at[rows * kRowBytes]), 0xA5) << "written past the rows";
+        }
+      }
+      EXPECT_THAT(client::CheckTreeGreedyResponse(w, first, kPerRequest, v1::KV_RETURN_INLINE, as_inline),
+                  IsOk());
+      EXPECT_LT(response->timing().host_copy_in_bytes(), 4096);  // tokens and parents only
+    }
+  }
+  EXPECT_GT(accepted_rows, w.num_trees());  // paths of more than one node were packed
 }
 
 TEST_P(RegionServerTest, BadReferencesAreRefusedNamingTheField) {
