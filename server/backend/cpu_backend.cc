@@ -143,7 +143,14 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
   const int64_t nodes = batch.inputs.total_draft_rows();
   batch.results.Resize(b);
   batch.results.accepted_nodes.assign(static_cast<size_t>(nodes), -1);
-  GatherRegionRowsOnHost(batch);
+  // Rows in regions are read where they are, only the accepted paths'
+  // (kv_sources), unless a region is not mapped here; then they are
+  // gathered into the staging first.
+  const std::span<const std::byte*> sources = batch.regions.kv_sources;
+  const bool rows_in_place = batch.inputs.row_bytes > 0 && !sources.empty() &&
+                             std::find(sources.begin(), sources.end(), nullptr) == sources.end();
+  const std::byte* const* kv_sources = rows_in_place ? sources.data() : nullptr;
+  if (!rows_in_place) GatherRegionRowsOnHost(batch);
   GreedyVerifyParams greedy = GreedyParamsOf(batch);
   if (batch.key.mode == VerifyMode::kGreedy) {
     TreeGreedyVerifyParams p;
@@ -151,6 +158,7 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
     p.parent_indices = batch.inputs.parent_indices.data();
     p.output = greedy.output;
     p.accepted_nodes = batch.results.accepted_nodes.data();
+    p.kv_sources = kv_sources;
     SV_RETURN_IF_ERROR(ValidateTreeGreedyBatch(p, BackendTreeLimits()));
     ReferenceTreeGreedyVerifyPack(p);
     batch.path = ExecutionPathLabel::kCpu;
@@ -175,6 +183,7 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
     pack.packed_row_offsets = batch.results.packed_row_offsets.data();
     pack.accepted_nodes = batch.results.accepted_nodes.data();
     pack.packed_kv = greedy.output.packed_kv;
+    pack.kv_sources = kv_sources;
     ReferenceTreePack(pack);
     batch.path = ExecutionPathLabel::kSampling;
   }
