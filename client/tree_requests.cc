@@ -98,7 +98,8 @@ int32_t TreeSampledRequestCount(const TreeSampledWorkload& w) {
 }
 
 absl::StatusOr<v1::VerifyRequest> BuildTreeSampledRequest(const TreeSampledWorkload& w, int32_t r,
-                                                          const std::string& request_id) {
+                                                          const std::string& request_id,
+                                                          int64_t kv_row_bytes, v1::KvReturn kv_return) {
   const int32_t per = w.options.sequences_per_request;
   const int32_t first = r * per;
   if (r < 0 || first >= w.num_trees()) return absl::InvalidArgumentError("request outside the workload");
@@ -107,7 +108,7 @@ absl::StatusOr<v1::VerifyRequest> BuildTreeSampledRequest(const TreeSampledWorkl
   v1::VerifyRequest request;
   request.set_request_id(request_id);
   request.set_seed(w.sequences[first].seed);
-  request.set_kv_return(v1::KV_RETURN_NONE);
+  request.set_kv_return(kv_row_bytes > 0 ? kv_return : v1::KV_RETURN_NONE);
   for (int32_t i = first; i < last; ++i) {
     const int32_t begin = w.node_offsets[i], nodes = w.node_offsets[i + 1] - begin;
     v1::SequenceDraft* seq = request.add_sequences();
@@ -135,6 +136,19 @@ absl::StatusOr<v1::VerifyRequest> BuildTreeSampledRequest(const TreeSampledWorkl
       dv->set_data(reinterpret_cast<const char*>(w.draft_values.data() + int64_t{begin} * row),
                    static_cast<size_t>(nodes * row));
     }
+    if (kv_row_bytes > 0) {
+      v1::Tensor* kv = seq->mutable_draft_kv();
+      kv->set_dtype(v1::DATA_TYPE_UINT8);
+      kv->add_shape(nodes);
+      kv->add_shape(kv_row_bytes);
+      std::string* data = kv->mutable_data();
+      data->resize(static_cast<size_t>(nodes * kv_row_bytes));
+      for (int32_t j = 0; j < nodes; ++j) {
+        for (int64_t k = 0; k < kv_row_bytes; ++k) {
+          (*data)[j * kv_row_bytes + k] = static_cast<char>(SyntheticKvByte(i, j, k));
+        }
+      }
+    }
   }
   return request;
 }
@@ -152,7 +166,7 @@ absl::Status TreeSampledRequestStatus(const TreeSampledExpected& expected,
 
 absl::Status CheckTreeSampledResponse(const TreeSampledWorkload& w,
                                       const TreeSampledExpected& e, int32_t r,
-                                      const v1::VerifyResponse& response) {
+                                      const v1::VerifyResponse& response, int64_t kv_row_bytes) {
   const int32_t per = w.options.sequences_per_request;
   const int32_t first = r * per;
   const int32_t n = std::min(w.num_trees(), first + per) - first;
@@ -174,6 +188,34 @@ absl::Status CheckTreeSampledResponse(const TreeSampledWorkload& w,
     for (int32_t d = 0; d < res.accepted_nodes_size(); ++d) {
       const int32_t want = e.path_nodes[w.node_offsets[i] + d];
       if (res.accepted_nodes(d) != want) return Differs(t, "accepted_nodes entry", want, res.accepted_nodes(d));
+    }
+  }
+  if (kv_row_bytes <= 0) return absl::OkStatus();
+  int64_t row = 0;
+  for (int32_t t = 0; t < n; ++t) {
+    const v1::SequenceResult& res = response.results(t);
+    if (res.kv_row_offset() != row) return Differs(t, "kv_row_offset", row, res.kv_row_offset());
+    if (res.kv_row_count() != res.accepted_length()) {
+      return Differs(t, "kv_row_count", res.accepted_length(), res.kv_row_count());
+    }
+    row += res.accepted_length();
+  }
+  if (response.kv_inline().empty()) return absl::OkStatus();  // handle or region: the caller reads them
+  if (static_cast<int64_t>(response.kv_inline().size()) != row * kv_row_bytes) {
+    return absl::FailedPreconditionError(absl::StrCat("kv_inline is ", response.kv_inline().size(),
+                                                      " bytes, expected ", row * kv_row_bytes));
+  }
+  int64_t at = 0;
+  for (int32_t t = 0; t < n; ++t) {
+    const int32_t i = first + t;
+    for (int32_t d = 0; d < e.accepted_lengths[i]; ++d) {
+      const int32_t node = e.path_nodes[w.node_offsets[i] + d];
+      for (int64_t k = 0; k < kv_row_bytes; ++k, ++at) {
+        if (static_cast<std::byte>(response.kv_inline()[at]) != SyntheticKvByte(i, node, k)) {
+          return absl::FailedPreconditionError(absl::StrCat("tree ", t, ": kv_inline row ", d, " (node ", node,
+                                                            ") byte ", k, " differs from the node's row"));
+        }
+      }
     }
   }
   return absl::OkStatus();

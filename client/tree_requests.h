@@ -30,18 +30,25 @@ absl::Status CheckTreeGreedyResponse(const TreeGreedyWorkload& workload, int32_t
                                      v1::KvReturn kv_return, const v1::VerifyResponse& response);
 
 // Request number r of a sampled tree workload (its trees share the request's
-// seed): probabilities of the workload's dtype, draft rows when it has them,
-// no KV rows.
+// seed): probabilities of the workload's dtype, draft rows when it has them.
+// With kv_row_bytes > 0 every node carries a UINT8 KV row of that many bytes,
+// SyntheticKvByte(tree, node, byte) (client/sampled_requests.h), returned as
+// kv_return says; otherwise no KV rows and KV_RETURN_NONE.
 absl::StatusOr<v1::VerifyRequest> BuildTreeSampledRequest(const TreeSampledWorkload& workload,
                                                           int32_t r,
-                                                          const std::string& request_id = "");
+                                                          const std::string& request_id = "",
+                                                          int64_t kv_row_bytes = 0,
+                                                          v1::KvReturn kv_return = v1::KV_RETURN_NONE);
 
 // The answer to request r against the CPU reference's outcome (`expected` =
 // ReferenceTreeOutcome(workload)); a request with a refused tree must fail,
-// which TreeSampledRequestStatus says.
+// which TreeSampledRequestStatus says. With kv_row_bytes > 0 also each
+// tree's kv_row_offset / kv_row_count and, when the answer carries them
+// inline, the accepted path's rows in path order.
 absl::Status CheckTreeSampledResponse(const TreeSampledWorkload& workload,
                                       const TreeSampledExpected& expected, int32_t r,
-                                      const v1::VerifyResponse& response);
+                                      const v1::VerifyResponse& response,
+                                      int64_t kv_row_bytes = 0);
 absl::Status TreeSampledRequestStatus(const TreeSampledExpected& expected,
                                       const TreeSampledWorkload& workload, int32_t r);
 int32_t TreeSampledRequestCount(const TreeSampledWorkload& workload);

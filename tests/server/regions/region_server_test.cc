@@ -510,6 +510,75 @@ TEST_P(RegionServerTest, GreedyTreesWithRowsInARegionMatchTheOracle) {
   EXPECT_GT(accepted_rows, w.num_trees());  // paths of more than one node were packed
 }
 
+// Sampled token trees with KV rows: inline, as handles, and in the worker's
+// region answered into it (the distributions inline: sampled trees take them
+// only so). The CUDA tree pack reads the
+// region rows in place (kv_sources). Every answer against the CPU
+// reference's outcome, the rows node by node along the accepted path.
+TEST_P(RegionServerTest, SampledTreesWithKvRowsMatchTheReference) {
+  Start();
+  if (server_ == nullptr) return;
+  constexpr int64_t kRowBytes = 36;
+  TreeSampledWorkloadOptions o;
+  o.num_trees = 12;
+  o.num_nodes = 20;
+  o.vocab_size = 1024;
+  o.has_draft_probs = true;
+  o.sequences_per_request = 3;
+  o.seed = 61;
+  const TreeSampledWorkload w = *GenerateTreeSampledWorkload(o);
+  const TreeSampledExpected expected = ReferenceTreeOutcome(w);
+  auto shm = Register("sampled-trees", 16 << 20);
+  RegionWriter writer("sampled-trees", shm->data(), shm->size());
+  enum class Rows { kInline, kHandle, kRegion };
+  for (const Rows mode : {Rows::kInline, Rows::kHandle, Rows::kRegion}) {
+    int64_t accepted_rows = 0;
+    for (int32_t r = 0; r < client::TreeSampledRequestCount(w); ++r) {
+      SCOPED_TRACE(absl::StrCat("request ", r, " mode ", static_cast<int>(mode)));
+      if (!client::TreeSampledRequestStatus(expected, w, r).ok()) continue;  // refusals: tree_server_test
+      v1::VerifyRequest request = *client::BuildTreeSampledRequest(
+          w, r, "", kRowBytes, mode == Rows::kHandle ? v1::KV_RETURN_HANDLE : v1::KV_RETURN_INLINE);
+      if (mode == Rows::kRegion) {
+        // KV rows into the region; the distributions stay inline (sampled
+        // trees take them inline only).
+        const v1::VerifyRequest inline_request = request;
+        writer.Reset();
+        ASSERT_THAT(writer.MoveInputsToRegion(&request, /*return_into_region=*/true), IsOk());
+        for (int i = 0; i < request.sequences_size(); ++i) {
+          *request.mutable_sequences(i)->mutable_sampled() = inline_request.sequences(i).sampled();
+        }
+        ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
+        std::memset(shm->data() + request.kv_output().offset_bytes(), 0xA5,
+                    request.kv_output().shape(0) * kRowBytes);
+      }
+      absl::StatusOr<v1::VerifyResponse> response = client_->Verify(request);
+      ASSERT_THAT(response, IsOk());
+      int64_t rows = 0;
+      for (const v1::SequenceResult& result : response->results()) rows += result.kv_row_count();
+      accepted_rows += rows;
+      v1::VerifyResponse as_inline = *response;
+      if (mode == Rows::kHandle) {
+        ASSERT_TRUE(response->has_kv());
+        const absl::StatusOr<std::string> fetched = client_->FetchKv(response->kv().id());
+        ASSERT_THAT(fetched, IsOk());
+        as_inline.set_kv_inline(*fetched);
+        EXPECT_THAT(client_->ReleaseKv(response->kv().id()), IsOk());
+      } else if (mode == Rows::kRegion) {
+        EXPECT_TRUE(response->kv_inline().empty());
+        const std::byte* at = shm->data() + request.kv_output().offset_bytes();
+        as_inline.set_kv_inline(
+            std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
+        if (rows < request.kv_output().shape(0)) {
+          EXPECT_EQ(static_cast<unsigned char>(at[rows * kRowBytes]), 0xA5) << "written past the rows";
+        }
+      }
+      if (rows > 0) ASSERT_FALSE(as_inline.kv_inline().empty());
+      EXPECT_THAT(client::CheckTreeSampledResponse(w, expected, r, as_inline, kRowBytes), IsOk());
+    }
+    EXPECT_GT(accepted_rows, 0);
+  }
+}
+
 TEST_P(RegionServerTest, BadReferencesAreRefusedNamingTheField) {
   Start();
   if (server_ == nullptr) return;
