@@ -368,15 +368,6 @@ absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> TreeLoadWorkload::Create(
     return absl::InvalidArgumentError(
         "--tree with --mode=sampled takes --kind=probs and --method=exact");
   }
-  // The server reads sampled trees' distribution rows inline only, and these
-  // trees carry no KV rows: a region would hold nothing it takes, and every
-  // request would be refused.
-  if (config.transport != Transport::kInline) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--tree with --mode=sampled takes --transport=inline (got --transport=",
-        TransportName(config.transport),
-        "): the server reads sampled trees' distribution rows inline only"));
-  }
   TreeSampledWorkloadOptions o;
   o.num_trees = trees;
   o.shape = shape->first;

@@ -18,7 +18,6 @@
 namespace specverify::loadgen {
 namespace {
 
-using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::HasSubstr;
@@ -113,21 +112,6 @@ TEST(LoadWorkloadTest, ATreePoolLargerThanOneBatchNamesTheFlags) {
                        AllOf(HasSubstr("--pool_requests=2"),
                              HasSubstr("--sequences_per_request=4096"), HasSubstr("8192 trees"),
                              HasSubstr("the limit is 4096"))));
-}
-
-TEST(LoadWorkloadTest, SampledTreesOverARegionAreRefusedNamingTheTransport) {
-  // The server refuses sampled trees' distributions in regions; a loadgen
-  // sending them there would only count refusals.
-  WorkloadConfig c = GreedyPool(4, 2, 0);
-  c.mode = WorkloadMode::kSampled;
-  c.tree = "eagle";
-  c.vocab_size = 1024;
-  c.transport = Transport::kShm;
-  EXPECT_THAT(CreateLoadWorkload(c),
-              StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("--transport=inline"), HasSubstr("--transport=shm"))));
-  c.transport = Transport::kInline;
-  EXPECT_THAT(CreateLoadWorkload(c), IsOk());
 }
 
 }  // namespace
