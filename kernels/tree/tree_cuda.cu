@@ -493,9 +493,30 @@ struct SampleTreeArgs {
   int cluster_blocks;
 };
 
+// A target (draft) row as a base and an element offset: the staged rows'
+// index arithmetic, or the row table's address when the rows are read where
+// the worker's region holds them (kTables: a kernel of its own, so the
+// staged rows' kernel is the one before row tables; reading the table or the
+// staged rows behind a run-time test cost the residual loop 3-5% with draft
+// rows, tree_bench on the H100).
+struct RowRef {
+  const void* base;
+  int64_t start;
+};
+template <bool kTables>
+__device__ __forceinline__ RowRef TargetRow(const RejectionBatchInput& in, int64_t row) {
+  if constexpr (kTables) return RowRef{in.target_rows[row], 0};
+  return RowRef{in.target_values, row * in.vocab_size};
+}
+template <bool kTables>
+__device__ __forceinline__ RowRef DraftRow(const RejectionBatchInput& in, int64_t row) {
+  if constexpr (kTables) return RowRef{in.draft_rows[row], 0};
+  return RowRef{in.draft_values, row * in.vocab_size};
+}
+
 // R_k(x) from p(x): the rejected siblings' draft values (or one-hot tokens)
 // applied in rejection order; flags an invalid draft value by its slot.
-template <SampleDtype kDtype, bool kDraft>
+template <SampleDtype kDtype, bool kDraft, bool kTables>
 __device__ __forceinline__ float ResidualAt(const SampleSharedStorage& s, const RejectionBatchInput& in,
                                             int64_t draft_row0, int k, int x, float p, int& bad_draft) {
   float r = p;
@@ -503,7 +524,8 @@ __device__ __forceinline__ float ResidualAt(const SampleSharedStorage& s, const 
     const int node = s.rejected[q_slot];
     float q;
     if constexpr (kDraft) {
-      q = LoadOne<kDtype>(in.draft_values, (draft_row0 + node) * in.vocab_size + x);
+      const RowRef row = DraftRow<kTables>(in, draft_row0 + node);
+      q = LoadOne<kDtype>(row.base, row.start + x);
       if (!rejection::ValueIsValid(SampleValueKind::kProbabilities, q)) bad_draft = min(bad_draft, q_slot);
     } else {
       q = s.token[node] == x ? 1.0f : 0.0f;
@@ -516,7 +538,7 @@ __device__ __forceinline__ float ResidualAt(const SampleSharedStorage& s, const 
 // ResidualAt for the four elements x0 .. x0+3 (< end) at once: each rejected
 // sibling's draft values come in one vector load, all k loads independent.
 // Per element the same operations in the same order as ResidualAt.
-template <SampleDtype kDtype, bool kVec, bool kDraft>
+template <SampleDtype kDtype, bool kVec, bool kDraft, bool kTables>
 __device__ __forceinline__ void ResidualAt4(const SampleSharedStorage& s, const RejectionBatchInput& in,
                                             int64_t draft_row0, int k, int x0, int end, float r[4],
                                             int& bad_draft) {
@@ -524,7 +546,8 @@ __device__ __forceinline__ void ResidualAt4(const SampleSharedStorage& s, const 
     const int node = s.rejected[q_slot];
     float q[4];
     if constexpr (kDraft) {
-      Load4<kDtype, kVec>(in.draft_values, (draft_row0 + node) * in.vocab_size, x0, end, q);
+      const RowRef row = DraftRow<kTables>(in, draft_row0 + node);
+      Load4<kDtype, kVec>(row.base, row.start, x0, end, q);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         if (x0 + i < end && !rejection::ValueIsValid(SampleValueKind::kProbabilities, q[i])) {
@@ -566,7 +589,7 @@ __device__ __forceinline__ rejection::RaceCandidate WarpBest(rejection::RaceCand
 // One pass over V at the current node by the whole cluster: the residual
 // mass Z (emit == false) or the race (emit == true). Updates the walk state
 // (thread 0 of every block, identically).
-template <SampleDtype kDtype, bool kVec, bool kDraft>
+template <SampleDtype kDtype, bool kVec, bool kDraft, bool kTables>
 __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, cg::cluster_group& cluster,
                             int cluster_blocks, int rank, bool emit, int64_t target_row0, int64_t draft_row0) {
   const RejectionBatchInput& in = p.input;
@@ -577,7 +600,8 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
   PassSlot& slot = s.slot[parity];
   const int k = s.k;
   const int row = s.v + 1;
-  const int64_t row_start = (target_row0 + row) * vocab;
+  // The row where it is: staged, or in the worker's region (row table).
+  const RowRef target_row = TargetRow<kTables>(in, target_row0 + row);
   const SequenceSamplingParams& seq = in.sequences[blockIdx.x / cluster_blocks];
   const auto seq_index = static_cast<uint32_t>(seq.sequence_index);
   bool bad_target = false;
@@ -594,7 +618,7 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
 #pragma unroll
     for (int round = 0; round < kRoundsPerChunk; ++round) {
       const int x0 = begin + (round * kSampleThreads + tid) * rejection::kLaneWidth;
-      Load4<kDtype, kVec>(in.target_values, row_start, x0, end, pvs[round]);
+      Load4<kDtype, kVec>(target_row.base, target_row.start, x0, end, pvs[round]);
     }
     float lane_sum = 0.0f;
 #pragma unroll
@@ -605,7 +629,7 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
       float rv[4];
 #pragma unroll
       for (int i = 0; i < 4; ++i) rv[i] = pv[i];
-      if (k > 0) ResidualAt4<kDtype, kVec, kDraft>(s, in, draft_row0, k, x0, end, rv, bad_draft);
+      if (k > 0) ResidualAt4<kDtype, kVec, kDraft, kTables>(s, in, draft_row0, k, x0, end, rv, bad_draft);
       Philox4x32 bits{};
       if (emit) bits = RaceBits(seq.seed, seq_index, static_cast<uint32_t>(row), static_cast<uint32_t>(x0 / 4));
 #pragma unroll
@@ -746,7 +770,7 @@ __device__ void ClusterPass(SampleSharedStorage& s, const TreeSampleParams& p, c
 // the node must emit, a residual mass is needed, or a value is bad.
 #endif  // SV_TREE_HAS_CLUSTERS
 
-template <SampleDtype kDtype, bool kDraft>
+template <SampleDtype kDtype, bool kDraft, bool kTables>
 __device__ void WalkScalar(SampleSharedStorage& s, const TreeSampleParams& p, int first, int64_t draft_row0,
                            const SequenceSamplingParams& seq, bool writer) {
   const RejectionBatchInput& in = p.input;
@@ -766,7 +790,7 @@ __device__ void WalkScalar(SampleSharedStorage& s, const TreeSampleParams& p, in
     };
     if (!rejection::ValueIsValid(SampleValueKind::kProbabilities, pv)) return fail(kRejectionBadTargetValue, s.v + 1);
     int bad_draft = INT_MAX;
-    const float r = ResidualAt<kDtype, kDraft>(s, in, draft_row0, s.k, x, pv, bad_draft);
+    const float r = ResidualAt<kDtype, kDraft, kTables>(s, in, draft_row0, s.k, x, pv, bad_draft);
     if (bad_draft != INT_MAX) return fail(kRejectionBadDraftValue, s.rejected[bad_draft]);
     const float q = kDraft ? s.pq[c] : 1.0f;
     if (!rejection::ValueIsValid(SampleValueKind::kProbabilities, q)) return fail(kRejectionBadDraftValue, c);
@@ -796,7 +820,7 @@ __device__ void WalkScalar(SampleSharedStorage& s, const TreeSampleParams& p, in
   }
 }
 
-template <SampleDtype kDtype, bool kVec, bool kDraft>
+template <SampleDtype kDtype, bool kVec, bool kDraft, bool kTables>
 __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArgs args) {
 #if !SV_TREE_HAS_CLUSTERS
   __trap();
@@ -869,8 +893,14 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
     } else {
       for (int j = tid - kWarpSize; j < n; j += kSampleThreads - kWarpSize) {
         const int x = s.token[j];
-        s.pt[j] = LoadOne<kDtype>(in.target_values, (target_row0 + s.parent[j] + 1) * in.vocab_size + x);
-        s.pq[j] = kDraft ? LoadOne<kDtype>(in.draft_values, (draft_row0 + j) * in.vocab_size + x) : 1.0f;
+        const RowRef target_row = TargetRow<kTables>(in, target_row0 + s.parent[j] + 1);
+        s.pt[j] = LoadOne<kDtype>(target_row.base, target_row.start + x);
+        if constexpr (kDraft) {
+          const RowRef draft_row = DraftRow<kTables>(in, draft_row0 + j);
+          s.pq[j] = LoadOne<kDtype>(draft_row.base, draft_row.start + x);
+        } else {
+          s.pq[j] = 1.0f;
+        }
       }
     }
   }
@@ -910,12 +940,12 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
   __syncthreads();
   if (start_ok) {
     for (;;) {
-      if (tid == 0) WalkScalar<kDtype, kDraft>(s, p, first, draft_row0, seq, writer);
+      if (tid == 0) WalkScalar<kDtype, kDraft, kTables>(s, p, first, draft_row0, seq, writer);
       __syncthreads();
       const int action = s.action;
       __syncthreads();
       if (action == kActionFail) break;
-      ClusterPass<kDtype, kVec, kDraft>(s, p, cluster, cluster_blocks, rank, action == kActionEmit, target_row0,
+      ClusterPass<kDtype, kVec, kDraft, kTables>(s, p, cluster, cluster_blocks, rank, action == kActionEmit, target_row0,
                                         draft_row0);
       const bool failed = s.pass_failed != 0;  // ClusterPass ended with a barrier
       // Every thread has read pass_failed before thread 0 rewrites the walk
@@ -944,13 +974,13 @@ __global__ void __launch_bounds__(kSampleThreads) TreeSampleKernel(SampleTreeArg
 // that schedules them; whether it does is asked once per kernel (a host
 // query, so the decision is also safe inside stream capture, where a refused
 // launch would invalidate the capture).
-template <SampleDtype kDtype, bool kVec, bool kDraft>
+template <SampleDtype kDtype, bool kVec, bool kDraft, bool kTables>
 bool LargeClustersSchedulable(int32_t blocks) {
   static std::atomic<int> known{0};  // 0 unknown, 1 yes, 2 no (for 16 blocks: the only large size chosen)
   if (blocks == kMaxClusterBlocks) {
     if (const int k = known.load(std::memory_order_relaxed); k != 0) return k == 1;
   }
-  auto* kernel = &TreeSampleKernel<kDtype, kVec, kDraft>;
+  auto* kernel = &TreeSampleKernel<kDtype, kVec, kDraft, kTables>;
   bool ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
   if (ok) {
     cudaLaunchConfig_t config = {};
@@ -971,10 +1001,10 @@ bool LargeClustersSchedulable(int32_t blocks) {
   return ok;
 }
 
-template <SampleDtype kDtype, bool kVec, bool kDraft>
+template <SampleDtype kDtype, bool kVec, bool kDraft, bool kTables>
 cudaError_t LaunchSampleKernel(SampleTreeArgs args, bool automatic, cudaStream_t stream) {
-  auto* kernel = &TreeSampleKernel<kDtype, kVec, kDraft>;
-  if (args.cluster_blocks > 8 && !LargeClustersSchedulable<kDtype, kVec, kDraft>(args.cluster_blocks)) {
+  auto* kernel = &TreeSampleKernel<kDtype, kVec, kDraft, kTables>;
+  if (args.cluster_blocks > 8 && !LargeClustersSchedulable<kDtype, kVec, kDraft, kTables>(args.cluster_blocks)) {
     if (!automatic) return cudaErrorInvalidValue;
     args.cluster_blocks = 8;
   }
@@ -993,15 +1023,29 @@ cudaError_t LaunchSampleKernel(SampleTreeArgs args, bool automatic, cudaStream_t
   return cudaLaunchKernelEx(&config, kernel, args);
 }
 
-template <SampleDtype kDtype>
-cudaError_t DispatchSample(const SampleTreeArgs& args, bool vec, bool automatic, cudaStream_t stream) {
+template <SampleDtype kDtype, bool kTables>
+cudaError_t DispatchSampleRows(const SampleTreeArgs& args, bool vec, bool automatic, cudaStream_t stream) {
   const bool draft = args.p.input.has_draft_probs;
   if (vec) {
-    return draft ? LaunchSampleKernel<kDtype, true, true>(args, automatic, stream)
-                 : LaunchSampleKernel<kDtype, true, false>(args, automatic, stream);
+    return draft ? LaunchSampleKernel<kDtype, true, true, kTables>(args, automatic, stream)
+                 : LaunchSampleKernel<kDtype, true, false, kTables>(args, automatic, stream);
   }
-  return draft ? LaunchSampleKernel<kDtype, false, true>(args, automatic, stream)
-               : LaunchSampleKernel<kDtype, false, false>(args, automatic, stream);
+  return draft ? LaunchSampleKernel<kDtype, false, true, kTables>(args, automatic, stream)
+               : LaunchSampleKernel<kDtype, false, false, kTables>(args, automatic, stream);
+}
+
+// Rows through row tables (every table set) or staged.
+template <SampleDtype kDtype>
+cudaError_t DispatchSample(const SampleTreeArgs& args, bool vec, bool automatic, cudaStream_t stream) {
+  const RejectionBatchInput& in = args.p.input;
+  if (in.target_rows != nullptr) {
+    if (in.has_draft_probs && in.draft_rows == nullptr) return cudaErrorInvalidValue;
+    return DispatchSampleRows<kDtype, true>(args, vec, automatic, stream);
+  }
+  if (in.target_values == nullptr || (in.has_draft_probs && in.draft_values == nullptr)) {
+    return cudaErrorInvalidValue;
+  }
+  return DispatchSampleRows<kDtype, false>(args, vec, automatic, stream);
 }
 
 }  // namespace
@@ -1093,7 +1137,8 @@ cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream
   if (in.num_sequences < 1 || in.vocab_size < 1 || in.vocab_size > (1 << 20) ||
       in.kind != SampleValueKind::kProbabilities || in.method != SampleMethod::kExact || in.validate_full_rows ||
       params.path_nodes == nullptr || params.parent_indices == nullptr ||
-      in.has_draft_probs != (in.draft_values != nullptr)) {
+      (in.target_values == nullptr && in.target_rows == nullptr) ||
+      in.has_draft_probs != (in.draft_values != nullptr || in.draft_rows != nullptr)) {
     return cudaErrorInvalidValue;
   }
   int device = 0, major = 0;
@@ -1110,8 +1155,13 @@ cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream
   if (automatic) cluster_blocks = chunks >= kMaxClusterBlocks ? kMaxClusterBlocks : std::min(8, chunks);
   if (cluster_blocks < 1 || cluster_blocks > kMaxClusterBlocks) return cudaErrorInvalidValue;
   const int64_t elem = SampleDtypeBytes(in.dtype);
-  const bool vec = in.vocab_size % 4 == 0 && reinterpret_cast<uintptr_t>(in.target_values) % (4 * elem) == 0 &&
-                   (!in.has_draft_probs || reinterpret_cast<uintptr_t>(in.draft_values) % (4 * elem) == 0);
+  // Rows read through row tables are 16-byte aligned by contract
+  // (rejection_params.h); staged rows by their base.
+  const auto aligned = [&](const void* values, const void* const* rows) {
+    return rows != nullptr || reinterpret_cast<uintptr_t>(values) % (4 * elem) == 0;
+  };
+  const bool vec = in.vocab_size % 4 == 0 && aligned(in.target_values, in.target_rows) &&
+                   (!in.has_draft_probs || aligned(in.draft_values, in.draft_rows));
   const SampleTreeArgs args{params, cluster_blocks};
   switch (in.dtype) {
     case SampleDtype::kFloat32: return DispatchSample<SampleDtype::kFloat32>(args, vec, automatic, stream);

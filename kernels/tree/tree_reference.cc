@@ -73,10 +73,10 @@ struct TreeView {
   const SequenceSamplingParams& seq;
 
   float Target(int32_t row, int32_t x) const {
-    return rejection::LoadValue(in.target_values, in.dtype, (target_row0 + row) * in.vocab_size + x);
+    return rejection::LoadValue(SampledRowAddress(in, false, target_row0 + row), in.dtype, x);
   }
   float Draft(int32_t node, int32_t x) const {
-    return rejection::LoadValue(in.draft_values, in.dtype, (draft_row0 + node) * in.vocab_size + x);
+    return rejection::LoadValue(SampledRowAddress(in, true, draft_row0 + node), in.dtype, x);
   }
 };
 

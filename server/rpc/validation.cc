@@ -348,10 +348,6 @@ absl::Status CheckTree(const v1::SequenceDraft& seq, int i, const RequestLimits&
       return Invalid(absl::StrCat(field, ".validate_full_rows: not offered for trees (the ",
                                   "kernels check every value they read)"));
     }
-    if (st.target().has_values_ref() || (st.has_draft() && st.draft().has_values_ref())) {
-      return Invalid(absl::StrCat(field, ".target.values_ref: sampled trees take their ",
-                                  "distribution rows inline"));
-    }
   }
   return absl::OkStatus();
 }

@@ -263,8 +263,18 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     TreeSampleParams d = host;
     d.input.draft_offsets = greedy_in.draft_offsets;
     d.input.draft_tokens = greedy_in.draft_tokens;
-    d.input.target_values = sdev + sl.target_values;
-    d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+    if (batch.key.values_in_regions) {
+      // Distribution rows read where the worker's regions hold them.
+      d.input.target_values = nullptr;
+      d.input.draft_values = nullptr;
+      d.input.target_rows = reinterpret_cast<const void* const*>(sdev + sl.target_rows);
+      d.input.draft_rows = batch.key.has_draft_probs
+                               ? reinterpret_cast<const void* const*>(sdev + sl.draft_rows)
+                               : nullptr;
+    } else {
+      d.input.target_values = sdev + sl.target_values;
+      d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
+    }
     d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
     d.parent_indices = parents;
     d.output.accepted_lengths = out.accepted_lengths;

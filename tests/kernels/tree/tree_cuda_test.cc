@@ -250,8 +250,25 @@ struct SampledRun {
 
 // Runs the sampled kernel and then the pack of its paths on KV rows of
 // `row_bytes` derived from the node index.
+// Row tables for `rows` rows of `row_bytes` staged contiguously at
+// `values` (device): each row copied to its own 16-byte-aligned slot of a new
+// buffer, in reverse order, as rows scattered over a worker's region are.
+const void* const* ScatterRows(DeviceMemory& mem, const void* values, int64_t rows, int64_t row_bytes) {
+  const int64_t stride = (row_bytes + 31) / 16 * 16;  // aligned, with a gap
+  std::byte* scattered = mem.Alloc<std::byte>(static_cast<size_t>(rows * stride));
+  std::vector<const void*> table(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::byte* to = scattered + (rows - 1 - r) * stride;
+    EXPECT_EQ(cudaMemcpy(to, static_cast<const std::byte*>(values) + r * row_bytes, row_bytes,
+                         cudaMemcpyDeviceToDevice),
+              cudaSuccess);
+    table[static_cast<size_t>(r)] = to;
+  }
+  return mem.Upload(table.data(), table.size());
+}
+
 SampledRun RunSampledOnDevice(const SampledTreeBatch& batch, int32_t cluster_blocks, int64_t row_bytes,
-                              const TreeScratch& scratch, cudaStream_t stream) {
+                              const TreeScratch& scratch, cudaStream_t stream, bool row_tables = false) {
   const RejectionBatchInput host = batch.input();
   const int32_t b = host.num_sequences;
   const int32_t total = host.total_draft_tokens;
@@ -264,6 +281,14 @@ SampledRun RunSampledOnDevice(const SampledTreeBatch& batch, int32_t cluster_blo
   p.input.target_values = mem.Upload(batch.target_.data(), (int64_t{total} + b) * row);
   p.input.draft_values = host.has_draft_probs ? mem.Upload(batch.draft_.data(), int64_t{total} * row) : nullptr;
   p.input.sequences = mem.Upload(host.sequences, b);
+  if (row_tables) {
+    // The same rows read through row tables (distributions in a region).
+    p.input.target_rows = ScatterRows(mem, p.input.target_values, int64_t{total} + b, row);
+    p.input.draft_rows =
+        host.has_draft_probs ? ScatterRows(mem, p.input.draft_values, total, row) : nullptr;
+    p.input.target_values = nullptr;
+    p.input.draft_values = nullptr;
+  }
   p.parent_indices = mem.Upload(batch.parents_.data(), total);
   p.output.accepted_lengths = mem.Alloc<int32_t>(b);
   p.output.next_tokens = mem.Alloc<int32_t>(b);
@@ -374,6 +399,27 @@ TEST_F(TreeCudaTest, SampledMatchesTheReferenceAcrossTheGrid) {
                                               " draft ", draft, " seed ", o.seed);
         ExpectSampledParity(batch, RunSampledOnDevice(batch, 0, 64, scratch_.view, stream_), what);
       }
+    }
+  }
+}
+
+// Distribution rows read through row tables (the worker's region) give the
+// reference's outcome, as the staged rows do, on vocabularies with and
+// without the vector loads and with and without draft rows.
+TEST_F(TreeCudaTest, SampledRowsThroughRowTablesMatchTheReference) {
+  uint64_t seed = 1700;
+  for (const int32_t vocab : {97, 4096, 32000}) {
+    for (const bool draft : {true, false}) {
+      RandomSampledTreeOptions o;
+      o.num_trees = 9;
+      o.vocab = vocab;
+      o.max_nodes = 24;
+      o.dtype = vocab == 4096 ? SampleDtype::kBFloat16 : SampleDtype::kFloat32;
+      o.has_draft = draft;
+      o.seed = ++seed;
+      const SampledTreeBatch batch = testing::RandomSampledTrees(o);
+      ExpectSampledParity(batch, RunSampledOnDevice(batch, 0, 16, scratch_.view, stream_, /*row_tables=*/true),
+                          absl::StrCat("row tables, V ", vocab, " draft ", draft, " seed ", o.seed));
     }
   }
 }

@@ -245,6 +245,47 @@ TEST(TreeSampleReferenceTest, ChainAsTreeIsBitIdenticalToTheChainSampler) {
   }
 }
 
+// Distribution rows read through row tables (each row in its own buffer, as
+// in a worker's region) give the outcome of the same rows staged.
+TEST(TreeSampleReferenceTest, RowTablesGiveTheStagedRowsOutcome) {
+  for (const bool draft : {true, false}) {
+    testing::RandomSampledTreeOptions o;
+    o.num_trees = 17;
+    o.vocab = 211;
+    o.max_nodes = 24;
+    o.has_draft = draft;
+    o.seed = draft ? 71 : 72;
+    const SampledTreeBatch batch = testing::RandomSampledTrees(o);
+    TreeSampleOutputs staged(batch.num_trees(), batch.total_nodes(), 0xA5);
+    ReferenceTreeSample(staged.params(batch));
+
+    const int64_t row = int64_t{batch.vocab()} * SampleDtypeBytes(batch.dtype());
+    const auto split = [&](const std::vector<std::byte>& values, std::vector<std::vector<std::byte>>& rows,
+                           std::vector<const void*>& table) {
+      for (size_t at = 0; at < values.size(); at += static_cast<size_t>(row)) {
+        rows.emplace_back(values.begin() + static_cast<int64_t>(at), values.begin() + static_cast<int64_t>(at) + row);
+      }
+      for (const auto& r : rows) table.push_back(r.data());
+    };
+    std::vector<std::vector<std::byte>> target_rows, draft_rows;
+    std::vector<const void*> target_table, draft_table;
+    split(batch.target_, target_rows, target_table);
+    if (draft) split(batch.draft_, draft_rows, draft_table);
+    TreeSampleOutputs tabled(batch.num_trees(), batch.total_nodes(), 0xA5);
+    TreeSampleParams p = tabled.params(batch);
+    p.input.target_values = nullptr;
+    p.input.draft_values = nullptr;
+    p.input.target_rows = target_table.data();
+    p.input.draft_rows = draft ? draft_table.data() : nullptr;
+    ASSERT_THAT(ValidateTreeSampleBatch(p), IsOk());
+    ReferenceTreeSample(p);
+    EXPECT_EQ(tabled.accepted_lengths, staged.accepted_lengths) << "draft " << draft;
+    EXPECT_EQ(tabled.next_tokens, staged.next_tokens) << "draft " << draft;
+    EXPECT_EQ(tabled.status_codes, staged.status_codes) << "draft " << draft;
+    EXPECT_EQ(tabled.path_nodes, staged.path_nodes) << "draft " << draft;
+  }
+}
+
 TEST(TreeSampleReferenceTest, ChainParityAtALargeVocabulary) {
   SamplingWorkloadOptions o;
   o.num_sequences = 6;

@@ -510,11 +510,12 @@ TEST_P(RegionServerTest, GreedyTreesWithRowsInARegionMatchTheOracle) {
   EXPECT_GT(accepted_rows, w.num_trees());  // paths of more than one node were packed
 }
 
-// Sampled token trees with KV rows: inline, as handles, and in the worker's
-// region answered into it (the distributions inline: sampled trees take them
-// only so). The CUDA tree pack reads the
-// region rows in place (kv_sources). Every answer against the CPU
-// reference's outcome, the rows node by node along the accepted path.
+// Sampled token trees with KV rows: inline, as handles, and with the
+// distributions and KV rows in the worker's region, the rows answered into
+// it. The CUDA tree sampler reads the distribution rows in place (row
+// tables) and the tree pack the KV rows (kv_sources). Every answer against
+// the CPU reference's outcome, the rows node by node along the accepted
+// path; in the region, only the tokens and tree structure cross the host.
 TEST_P(RegionServerTest, SampledTreesWithKvRowsMatchTheReference) {
   Start();
   if (server_ == nullptr) return;
@@ -539,15 +540,11 @@ TEST_P(RegionServerTest, SampledTreesWithKvRowsMatchTheReference) {
       v1::VerifyRequest request = *client::BuildTreeSampledRequest(
           w, r, "", kRowBytes, mode == Rows::kHandle ? v1::KV_RETURN_HANDLE : v1::KV_RETURN_INLINE);
       if (mode == Rows::kRegion) {
-        // KV rows into the region; the distributions stay inline (sampled
-        // trees take them inline only).
-        const v1::VerifyRequest inline_request = request;
         writer.Reset();
         ASSERT_THAT(writer.MoveInputsToRegion(&request, /*return_into_region=*/true), IsOk());
-        for (int i = 0; i < request.sequences_size(); ++i) {
-          *request.mutable_sequences(i)->mutable_sampled() = inline_request.sequences(i).sampled();
-        }
         ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
+        ASSERT_TRUE(request.sequences(0).sampled().target().has_values_ref());
+        ASSERT_TRUE(request.sequences(0).sampled().draft().has_values_ref());
         std::memset(shm->data() + request.kv_output().offset_bytes(), 0xA5,
                     request.kv_output().shape(0) * kRowBytes);
       }
@@ -574,6 +571,7 @@ TEST_P(RegionServerTest, SampledTreesWithKvRowsMatchTheReference) {
       }
       if (rows > 0) ASSERT_FALSE(as_inline.kv_inline().empty());
       EXPECT_THAT(client::CheckTreeSampledResponse(w, expected, r, as_inline, kRowBytes), IsOk());
+      if (mode == Rows::kRegion) EXPECT_LT(response->timing().host_copy_in_bytes(), 4096);
     }
     EXPECT_GT(accepted_rows, 0);
   }
