@@ -1034,18 +1034,12 @@ cudaError_t DispatchSampleRows(const SampleTreeArgs& args, bool vec, bool automa
                : LaunchSampleKernel<kDtype, false, false, kTables>(args, automatic, stream);
 }
 
-// Rows through row tables (every table set) or staged.
+// Rows through row tables or staged (LaunchTreeSample checked that the
+// draft rows come the same way).
 template <SampleDtype kDtype>
 cudaError_t DispatchSample(const SampleTreeArgs& args, bool vec, bool automatic, cudaStream_t stream) {
-  const RejectionBatchInput& in = args.p.input;
-  if (in.target_rows != nullptr) {
-    if (in.has_draft_probs && in.draft_rows == nullptr) return cudaErrorInvalidValue;
-    return DispatchSampleRows<kDtype, true>(args, vec, automatic, stream);
-  }
-  if (in.target_values == nullptr || (in.has_draft_probs && in.draft_values == nullptr)) {
-    return cudaErrorInvalidValue;
-  }
-  return DispatchSampleRows<kDtype, false>(args, vec, automatic, stream);
+  return args.p.input.target_rows != nullptr ? DispatchSampleRows<kDtype, true>(args, vec, automatic, stream)
+                                             : DispatchSampleRows<kDtype, false>(args, vec, automatic, stream);
 }
 
 }  // namespace
@@ -1137,8 +1131,9 @@ cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream
   if (in.num_sequences < 1 || in.vocab_size < 1 || in.vocab_size > (1 << 20) ||
       in.kind != SampleValueKind::kProbabilities || in.method != SampleMethod::kExact || in.validate_full_rows ||
       params.path_nodes == nullptr || params.parent_indices == nullptr ||
-      (in.target_values == nullptr && in.target_rows == nullptr) ||
-      in.has_draft_probs != (in.draft_values != nullptr || in.draft_rows != nullptr)) {
+      // One row source for both: row tables (target_rows set) or staged values.
+      (in.target_rows == nullptr && in.target_values == nullptr) ||
+      in.has_draft_probs != ((in.target_rows != nullptr ? in.draft_rows : in.draft_values) != nullptr)) {
     return cudaErrorInvalidValue;
   }
   int device = 0, major = 0;

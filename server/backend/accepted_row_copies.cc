@@ -4,6 +4,16 @@
 #include <vector>
 
 namespace specverify::server {
+namespace {
+
+// Where sequence i's draft rows are: its region, or the staging.
+const std::byte* RowsOf(const Batch& batch, const std::byte* staged_kv, int32_t i) {
+  return batch.shape.kv_from_regions
+             ? batch.regions.kv_sources[i]
+             : staged_kv + int64_t{batch.inputs.draft_offsets[i]} * batch.inputs.row_bytes;
+}
+
+}  // namespace
 
 void PlanAcceptedRowCopies(const Batch& batch, const std::byte* staged_kv,
                            std::span<const std::byte*> sources,
@@ -11,14 +21,12 @@ void PlanAcceptedRowCopies(const Batch& batch, const std::byte* staged_kv,
   const GreedyHostInputs& in = batch.inputs;
   const std::vector<int32_t>& packed = batch.results.packed_row_offsets;
   const int64_t row_bytes = in.row_bytes;
-  const bool from_regions = batch.shape.kv_from_regions;
   // Inline and handle requests' rows go to the arena, unless inline answers
   // come from the staging and no request keeps a handle: then they need no
   // copy at all (a null destination).
   const bool to_arena = !batch.inline_rows_from_staging || batch.wants_handle_rows;
   for (int32_t i = 0; i < in.num_sequences(); ++i) {
-    sources[i] = from_regions ? batch.regions.kv_sources[i]
-                              : staged_kv + int64_t{in.draft_offsets[i]} * row_bytes;
+    sources[i] = RowsOf(batch, staged_kv, i);
     destinations[i] = to_arena ? batch.packed_kv + int64_t{packed[i]} * row_bytes : nullptr;
   }
   // A request's rows lie in its kv_output as they would in the arena: its
@@ -35,11 +43,8 @@ void PlanAcceptedRowCopiesOnDevice(const Batch& batch, const std::byte* staged_k
                                    std::span<const std::byte*> sources,
                                    std::span<std::byte*> destinations,
                                    std::span<int32_t> origins) {
-  const GreedyHostInputs& in = batch.inputs;
-  const bool from_regions = batch.shape.kv_from_regions;
-  for (int32_t i = 0; i < in.num_sequences(); ++i) {
-    sources[i] = from_regions ? batch.regions.kv_sources[i]
-                              : staged_kv + int64_t{in.draft_offsets[i]} * in.row_bytes;
+  for (int32_t i = 0; i < batch.inputs.num_sequences(); ++i) {
+    sources[i] = RowsOf(batch, staged_kv, i);
     destinations[i] = batch.packed_kv;
     origins[i] = 0;
   }

@@ -17,6 +17,27 @@
 #include "server/backend/cuda/cuda_result_layout.h"
 
 namespace specverify::server {
+namespace {
+
+// A sampled batch's per-sequence parameters and distribution rows in the
+// slot's device copy of the sampled section: the staged values, or, when the
+// rows are read where the worker's regions hold them, the device row tables.
+void PointAtDeviceDistributions(const Batch& batch, std::byte* sdev, const StagingLayout& sl,
+                                RejectionBatchInput* in) {
+  const bool draft = batch.key.has_draft_probs;
+  if (batch.key.values_in_regions) {
+    in->target_values = nullptr;
+    in->draft_values = nullptr;
+    in->target_rows = reinterpret_cast<const void* const*>(sdev + sl.target_rows);
+    in->draft_rows = draft ? reinterpret_cast<const void* const*>(sdev + sl.draft_rows) : nullptr;
+  } else {
+    in->target_values = sdev + sl.target_values;
+    in->draft_values = draft ? sdev + sl.draft_values : nullptr;
+  }
+  in->sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+}
+
+}  // namespace
 
 absl::Status CudaExecutor::Launch(Work& work, bool inject_fault) {
   if (work.batch->key.tree) return LaunchTree(work, inject_fault);
@@ -263,19 +284,7 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     TreeSampleParams d = host;
     d.input.draft_offsets = greedy_in.draft_offsets;
     d.input.draft_tokens = greedy_in.draft_tokens;
-    if (batch.key.values_in_regions) {
-      // Distribution rows read where the worker's regions hold them.
-      d.input.target_values = nullptr;
-      d.input.draft_values = nullptr;
-      d.input.target_rows = reinterpret_cast<const void* const*>(sdev + sl.target_rows);
-      d.input.draft_rows = batch.key.has_draft_probs
-                               ? reinterpret_cast<const void* const*>(sdev + sl.draft_rows)
-                               : nullptr;
-    } else {
-      d.input.target_values = sdev + sl.target_values;
-      d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
-    }
-    d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+    PointAtDeviceDistributions(batch, sdev, sl, &d.input);
     d.parent_indices = parents;
     d.output.accepted_lengths = out.accepted_lengths;
     d.output.next_tokens = out.next_tokens;
@@ -392,19 +401,7 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   d.input = host.input;
   d.input.draft_offsets = reinterpret_cast<const int32_t*>(dev + il.offsets);
   d.input.draft_tokens = reinterpret_cast<const int32_t*>(dev + il.draft_tokens);
-  if (batch.key.values_in_regions) {
-    // Rows read where the worker's regions hold them, through device row tables.
-    d.input.target_values = nullptr;
-    d.input.draft_values = nullptr;
-    d.input.target_rows = reinterpret_cast<const void* const*>(sdev + sl.target_rows);
-    d.input.draft_rows = batch.key.has_draft_probs
-                             ? reinterpret_cast<const void* const*>(sdev + sl.draft_rows)
-                             : nullptr;
-  } else {
-    d.input.target_values = sdev + sl.target_values;
-    d.input.draft_values = batch.key.has_draft_probs ? sdev + sl.draft_values : nullptr;
-  }
-  d.input.sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+  PointAtDeviceDistributions(batch, sdev, sl, &d.input);
   d.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
   d.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
   d.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
