@@ -14,6 +14,7 @@
 #include "kernels/sampling/rejection_core.h"
 #include "kernels/tree/tree_core.h"
 #include "kernels/tree/tree_cuda.h"
+#include "kernels/tree/tree_reference.h"
 
 namespace specverify {
 namespace {
@@ -95,6 +96,7 @@ struct PackSharedStorage {
   int mismatch;
   int warp_first_inclusive[kPackWarps];
   int warp_sum[kPackWarps];
+  std::byte* rows_out;  // with row destinations: where this tree's first accepted row goes
 };
 
 // Exclusive prefix of accepted rows before `tile`, by the whole block, 256
@@ -156,6 +158,7 @@ struct PackArgs {
   int32_t* packed_row_offsets;
   int32_t* accepted_nodes;
   std::byte* packed_kv;
+  TreeRowDestinations row_destinations;  // optional: rows answered straight into their outputs
 };
 
 // kGreedy: walk the tree from its target tokens; otherwise read the given path.
@@ -247,7 +250,6 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
   const V* src = units == 0                 ? nullptr
                  : a.kv_sources != nullptr ? reinterpret_cast<const V*>(a.kv_sources[tree])
                                            : reinterpret_cast<const V*>(a.draft_kv) + int64_t{first} * units;
-  V* dst = reinterpret_cast<V*>(a.packed_kv);
   const int first_rows = min(depth, kRowsInFlight);
   V early[kRowsInFlight];
   if (tid < units) {
@@ -258,25 +260,52 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
   }
 
   // (4) Prefix of depths over the batch.
+  // With row destinations, where this tree's rows go, loaded before the
+  // look-back so that its latency covers theirs.
+  const TreeRowDestinations& to = a.row_destinations;
+  int origin = 0;
+  std::byte* base = nullptr;
+  if (to.destinations != nullptr && tid == 0) {
+    origin = to.origins[tree];
+    base = to.destinations[tree];
+  }
   int prefix = 0;
-  if (tree == 0) {
-    if (tid == 0) {
-      DeviceAtomicRef<unsigned long long>(status[0]).store(StatusWord(epoch, kFlagInclusive, depth),
-                                                           cuda::memory_order_relaxed);
-    }
-  } else {
+  if (tree != 0) {
     if (tid == 0) {
       DeviceAtomicRef<unsigned long long>(status[tree]).store(StatusWord(epoch, kFlagAggregate, depth),
                                                               cuda::memory_order_relaxed);
     }
     prefix = BlockLookback(status, tree, epoch, smem);
-    if (tid == 0) {
-      DeviceAtomicRef<unsigned long long>(status[tree]).store(StatusWord(epoch, kFlagInclusive, prefix + depth),
-                                                              cuda::memory_order_relaxed);
-    }
   }
   if (tid == 0) {
-    a.packed_row_offsets[tree] = prefix;
+    const unsigned long long inclusive = StatusWord(epoch, kFlagInclusive, prefix + depth);
+    if (to.destinations == nullptr) {
+      // The inclusive word first: the look-backs of later trees wait for it.
+      DeviceAtomicRef<unsigned long long>(status[tree]).store(inclusive, cuda::memory_order_relaxed);
+      a.packed_row_offsets[tree] = prefix;
+    } else {
+      // The offset first, released by the inclusive word: a later tree of
+      // the same request reads it once it has acquired that word (below).
+      a.packed_row_offsets[tree] = prefix;
+      DeviceAtomicRef<unsigned long long>(status[tree]).store(inclusive, cuda::memory_order_release);
+      // Rows answered into a request's output land after the rows of the
+      // request's earlier trees, from its first tree (the origin) on. The
+      // origin's offset: its inclusive word is published (the origin is
+      // resident or done, as in the look-back, and needs nothing of this
+      // tree), then the offset stored before it is visible.
+      int origin_prefix = 0;
+      if (origin == tree) {
+        origin_prefix = prefix;
+      } else if (origin > 0) {
+        unsigned long long word;
+        do {
+          word = DeviceAtomicRef<unsigned long long>(status[origin]).load(cuda::memory_order_acquire);
+        } while (static_cast<unsigned>(word >> 32) != epoch ||
+                 (static_cast<unsigned>(word >> kValueBits) & 3u) != kFlagInclusive);
+        origin_prefix = DeviceAtomicRef<int32_t>(a.packed_row_offsets[origin]).load(cuda::memory_order_relaxed);
+      }
+      smem.rows_out = base == nullptr ? nullptr : base + int64_t{prefix - origin_prefix} * a.row_bytes;
+    }
     if constexpr (kGreedy) {
       a.accepted_lengths[tree] = depth;
       a.next_tokens[tree] = smem.next;
@@ -298,10 +327,16 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
 
   // (5) Rows: the early round, then the rest, kRowsInFlight loads per thread.
   if (units == 0) return;
+  V* out = reinterpret_cast<V*>(a.packed_kv) + int64_t{prefix} * units;  // the tree's first accepted row
+  if (to.destinations != nullptr) {
+    __syncthreads();  // smem.rows_out
+    if (smem.rows_out == nullptr) return;
+    out = reinterpret_cast<V*>(smem.rows_out);
+  }
   if (tid < units) {
 #pragma unroll
     for (int k = 0; k < kRowsInFlight; ++k) {
-      if (k < first_rows) dst[(int64_t{prefix} + k) * units + tid] = early[k];
+      if (k < first_rows) out[int64_t{k} * units + tid] = early[k];
     }
   }
   for (int k0 = 0; k0 < depth; k0 += kRowsInFlight) {
@@ -315,7 +350,7 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
       }
 #pragma unroll
       for (int k = 0; k < kRowsInFlight; ++k) {
-        if (k < rows) dst[(int64_t{prefix} + k0 + k) * units + u] = v[k];
+        if (k < rows) out[int64_t{k0 + k} * units + u] = v[k];
       }
     }
   }
@@ -323,10 +358,8 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
 
 // Widest vector that divides the row and aligns both buffers (`src`: the
 // address, or the alignment every source is known to have).
-int PackVectorBytes(int64_t row_bytes, uintptr_t src, const void* dst) {
-  const auto aligned = [&](int v) {
-    return row_bytes % v == 0 && src % v == 0 && reinterpret_cast<uintptr_t>(dst) % v == 0;
-  };
+int PackVectorBytes(int64_t row_bytes, uintptr_t src, uintptr_t dst) {
+  const auto aligned = [&](int v) { return row_bytes % v == 0 && src % v == 0 && dst % v == 0; };
   if (row_bytes == 0) return 16;
   if (aligned(16)) return 16;
   if (aligned(8)) return 8;
@@ -381,9 +414,18 @@ cudaError_t LaunchWalkPack(const PackArgs& a, const TreeScratch& scratch, cudaSt
                                   (a.kv_source_alignment & (a.kv_source_alignment - 1)) != 0)) {
     return cudaErrorInvalidValue;
   }
+  const TreeRowDestinations& to = a.row_destinations;
+  if (to.destinations != nullptr &&
+      (to.origins == nullptr || to.alignment < 1 || to.alignment > 16 || (to.alignment & (to.alignment - 1)) != 0)) {
+    return cudaErrorInvalidValue;
+  }
   const uintptr_t src = a.kv_sources != nullptr ? static_cast<uintptr_t>(a.kv_source_alignment)
                                                 : reinterpret_cast<uintptr_t>(a.draft_kv);
-  switch (PackVectorBytes(a.row_bytes, src, a.packed_kv)) {
+  // Destinations: the packed buffer's address and the alignment every
+  // output is known to have.
+  const uintptr_t dst = reinterpret_cast<uintptr_t>(a.packed_kv) |
+                        (to.destinations != nullptr ? static_cast<uintptr_t>(to.alignment) : 0);
+  switch (PackVectorBytes(a.row_bytes, src, dst)) {
     case 16: return LaunchWalkPackVec<16, kGreedy>(a, state, stream);
     case 8: return LaunchWalkPackVec<8, kGreedy>(a, state, stream);
     case 4: return LaunchWalkPackVec<4, kGreedy>(a, state, stream);
@@ -1074,6 +1116,9 @@ absl::Status ValidateTreeGreedyDeviceBatch(const TreeGreedyDeviceBatch& batch, c
     return absl::InvalidArgumentError(
         absl::StrCat("num_sequences is ", b, "; the tree scratch serves [1, ", scratch.max_trees, "]"));
   }
+  if (absl::Status s = ValidateTreeRowDestinations(p.row_destinations, b, /*origins_readable=*/false); !s.ok()) {
+    return s;
+  }
   if (batch.total_nodes < b || batch.total_nodes > int64_t{b} * kMaxTreeNodes) {
     return absl::InvalidArgumentError(absl::StrCat("total_nodes is ", batch.total_nodes, "; must lie in [", b,
                                                    ", ", int64_t{b} * kMaxTreeNodes, "]"));
@@ -1107,6 +1152,7 @@ cudaError_t LaunchTreeGreedyVerifyPack(const TreeGreedyDeviceBatch& batch, const
   a.packed_row_offsets = p.output.packed_row_offsets;
   a.accepted_nodes = p.accepted_nodes;
   a.packed_kv = p.output.packed_kv;
+  a.row_destinations = p.row_destinations;
   return LaunchWalkPack<true>(a, scratch, stream);
 }
 
@@ -1123,6 +1169,7 @@ cudaError_t LaunchTreePack(const TreePackParams& p, const TreeScratch& scratch, 
   a.packed_row_offsets = p.packed_row_offsets;
   a.accepted_nodes = p.accepted_nodes;
   a.packed_kv = p.packed_kv;
+  a.row_destinations = p.row_destinations;
   return LaunchWalkPack<false>(a, scratch, stream);
 }
 

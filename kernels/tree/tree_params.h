@@ -44,6 +44,22 @@ inline constexpr int32_t kMaxTreeNodes = 1024;
 // The server's default --max_tree_nodes.
 inline constexpr int32_t kDefaultMaxTreeNodes = 256;
 
+// Optional destinations of the accepted rows, for batches in which some
+// requests take their rows straight into their own output (a worker's
+// region: KV_RETURN_REGION) instead of the packed buffer, so nothing copies
+// them a second time. Tree i's rows go to destinations[i], after the accepted
+// rows of trees origins[i] .. i-1 (the earlier trees of its request): at
+// destinations[i] + (packed_row_offsets[i] - packed_row_offsets[origins[i]])
+// * row_bytes. Destination packed_kv with origin 0 is the packed place; a
+// null destination writes none of the tree's rows (accepted_nodes and the
+// offsets are written as always). The plan of kernels/layout/row_copy.h's
+// AcceptedRowCopyParams, for trees.
+struct TreeRowDestinations {
+  std::byte* const* destinations = nullptr;  // [b]; null: every tree at its packed place
+  const int32_t* origins = nullptr;          // [b], origins[i] in [0, i]
+  int32_t alignment = 1;                     // a power of two (<= 16) dividing every destination
+};
+
 // Greedy tree verify-and-pack. `input` and `output` keep the meaning of the
 // greedy chain batch, with draft_offsets as node offsets and target_tokens as
 // n_i + 1 tokens per tree (above). Walk: from the root, move to the
@@ -66,6 +82,8 @@ struct TreeGreedyVerifyParams {
   // kv_source_alignment: a power of two (<= 16) dividing every entry.
   const std::byte* const* kv_sources = nullptr;
   int32_t kv_source_alignment = 1;
+  // Optional: where each tree's accepted rows go instead of packed_kv.
+  TreeRowDestinations row_destinations{};
 };
 
 // Sampled tree verification: SpecInfer's multi-candidate rule (docs/TREES.md).
@@ -115,6 +133,8 @@ struct TreePackParams {
   int32_t* packed_row_offsets = nullptr;     // [b + 1], write-only
   int32_t* accepted_nodes = nullptr;         // [offsets[b]] capacity, write-only, CSR
   std::byte* packed_kv = nullptr;            // [offsets[b] * row_bytes]; null iff row_bytes == 0
+  // Optional, as in TreeGreedyVerifyParams.
+  TreeRowDestinations row_destinations{};
 };
 
 }  // namespace specverify

@@ -289,6 +289,26 @@ absl::Status ValidateTreeStructure(int32_t num_trees, const int32_t* node_offset
   return absl::OkStatus();
 }
 
+absl::Status ValidateTreeRowDestinations(const TreeRowDestinations& d, int32_t num_trees,
+                                         bool origins_readable) {
+  if (d.destinations == nullptr) return absl::OkStatus();
+  if (d.origins == nullptr) {
+    return absl::InvalidArgumentError("row_destinations.origins must be set with row_destinations.destinations");
+  }
+  if (d.alignment < 1 || d.alignment > 16 || (d.alignment & (d.alignment - 1)) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("row_destinations.alignment is ", d.alignment,
+                                                   "; must be a power of two in [1, 16]"));
+  }
+  if (!origins_readable) return absl::OkStatus();
+  for (int32_t i = 0; i < num_trees; ++i) {
+    if (d.origins[i] < 0 || d.origins[i] > i) {
+      return absl::InvalidArgumentError(absl::StrCat("sequence ", i, ": row_destinations.origins[", i, "] is ",
+                                                     d.origins[i], "; must lie in [0, ", i, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateTreeGreedyBatch(const TreeGreedyVerifyParams& params, const TreeLimits& limits) {
   const GreedyBatchInput& in = params.input;
   if (absl::Status s = ValidateTreeStructure(in.num_sequences, in.draft_offsets, params.parent_indices, limits);
@@ -301,7 +321,7 @@ absl::Status ValidateTreeGreedyBatch(const TreeGreedyVerifyParams& params, const
   GreedyVerifyParams chain{params.input, params.output};
   if (absl::Status s = ValidateGreedyBatch(chain, layout); !s.ok()) return s;
   if (params.accepted_nodes == nullptr) return absl::InvalidArgumentError("accepted_nodes must be set");
-  return absl::OkStatus();
+  return ValidateTreeRowDestinations(params.row_destinations, in.num_sequences, /*origins_readable=*/true);
 }
 
 absl::Status ValidateTreeSampleBatch(const TreeSampleParams& params, const TreeLimits& limits) {
@@ -387,6 +407,7 @@ void ReferenceTreeGreedyVerifyPack(const TreeGreedyVerifyParams& params) {
   pack.packed_row_offsets = params.output.packed_row_offsets;
   pack.accepted_nodes = params.accepted_nodes;
   pack.packed_kv = params.output.packed_kv;
+  pack.row_destinations = params.row_destinations;
   ReferenceTreePack(pack);
 }
 
@@ -423,18 +444,25 @@ void ReferenceTreePackedRowOffsets(const TreePackParams& params) {
 }
 
 void ReferenceTreePackRange(const TreePackParams& params, int32_t begin, int32_t end) {
+  const TreeRowDestinations& to = params.row_destinations;
   for (int32_t i = begin; i < end; ++i) {
     const int32_t first = params.node_offsets[i];
     const int32_t dest = params.packed_row_offsets[i];
+    const std::byte* const rows = params.kv_sources != nullptr
+                                      ? params.kv_sources[i]
+                                      : params.draft_kv + int64_t{first} * params.row_bytes;
+    std::byte* const out =
+        to.destinations == nullptr
+            ? params.packed_kv + int64_t{dest} * params.row_bytes
+        : to.destinations[i] == nullptr
+            ? nullptr
+            : to.destinations[i] + int64_t{dest - params.packed_row_offsets[to.origins[i]]} * params.row_bytes;
     for (int32_t d = 0; d < params.accepted_lengths[i]; ++d) {
       const int32_t node = params.path_nodes[first + d];
       params.accepted_nodes[dest + d] = node;
-      if (params.row_bytes > 0) {
-        const std::byte* const rows = params.kv_sources != nullptr
-                                          ? params.kv_sources[i]
-                                          : params.draft_kv + int64_t{first} * params.row_bytes;
-        std::memcpy(params.packed_kv + (int64_t{dest} + d) * params.row_bytes,
-                    rows + int64_t{node} * params.row_bytes, static_cast<size_t>(params.row_bytes));
+      if (params.row_bytes > 0 && out != nullptr) {
+        std::memcpy(out + int64_t{d} * params.row_bytes, rows + int64_t{node} * params.row_bytes,
+                    static_cast<size_t>(params.row_bytes));
       }
     }
   }

@@ -35,8 +35,14 @@ inline TreeLimits BackendTreeLimits() {
 absl::Status ValidateTreeStructure(int32_t num_trees, const int32_t* node_offsets,
                                    const int32_t* parent_indices, const TreeLimits& limits);
 
+// TreeRowDestinations: unset, or origins set and an alignment that is a
+// power of two <= 16; with `origins_readable` (host memory), also every
+// origins[i] in [0, i]. kInvalidArgument naming the field and the tree.
+absl::Status ValidateTreeRowDestinations(const TreeRowDestinations& destinations, int32_t num_trees,
+                                         bool origins_readable);
+
 // Structure (above) plus the greedy layout checks of ValidateGreedyBatch
-// (token ids, pointers) and accepted_nodes set.
+// (token ids, pointers), accepted_nodes set and the row destinations.
 absl::Status ValidateTreeGreedyBatch(const TreeGreedyVerifyParams& params, const TreeLimits& limits = {});
 
 // Structure plus ValidateRejectionBatch (ids, pointers, sequence parameters)

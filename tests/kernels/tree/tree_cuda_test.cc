@@ -93,6 +93,97 @@ int32_t ShiftAlignment(int64_t shift) {
   return a;
 }
 
+// Trees grouped into requests of 1-3 trees, as a batch of several requests
+// holds them: every other request takes its rows into an output of its own
+// (a KV_RETURN_REGION kv_output), `shift` bytes past a 256-byte boundary of
+// one device buffer, its trees' rows one after another; the others at their
+// packed place (destination packed_kv, origin 0); the fourth request, where
+// there is one, nowhere (a null destination).
+struct RowDestinationPlan {
+  struct Output {
+    int32_t first_tree = 0, trees = 0;
+    std::byte* at = nullptr;   // device
+    int64_t capacity = 0;      // bytes: every node's row
+  };
+  TreeRowDestinations device;  // tables in device memory
+  std::vector<Output> outputs;
+  std::vector<uint8_t> at_packed_place;  // per tree
+};
+
+constexpr std::byte kOutputFill{0x5A};
+
+RowDestinationPlan PlanRowDestinations(DeviceMemory& mem, int32_t b, const int32_t* node_offsets,
+                                       int64_t row_bytes, std::byte* packed_kv, int64_t shift) {
+  RowDestinationPlan plan;
+  plan.at_packed_place.assign(b, 0);
+  std::vector<int32_t> origins(b);
+  std::vector<int64_t> output_offsets;  // into the buffer, per output
+  std::vector<int32_t> output_of(b, -1);
+  int64_t buffer_bytes = 0;
+  for (int32_t first = 0, r = 0; first < b; ++r) {
+    const int32_t trees = std::min(b - first, 1 + (r * 7) % 3);
+    for (int32_t i = first; i < first + trees; ++i) origins[i] = r % 2 == 0 ? first : 0;
+    if (r % 2 == 0) {
+      RowDestinationPlan::Output o;
+      o.first_tree = first;
+      o.trees = trees;
+      o.capacity = int64_t{node_offsets[first + trees] - node_offsets[first]} * row_bytes;
+      output_offsets.push_back(buffer_bytes + shift);
+      buffer_bytes += (shift + o.capacity + 255) / 256 * 256;
+      for (int32_t i = first; i < first + trees; ++i) output_of[i] = static_cast<int32_t>(plan.outputs.size());
+      plan.outputs.push_back(o);
+    } else if (r != 3) {
+      for (int32_t i = first; i < first + trees; ++i) plan.at_packed_place[i] = 1;
+    }
+    first += trees;
+  }
+  std::byte* buffer = mem.Alloc<std::byte>(static_cast<size_t>(std::max<int64_t>(buffer_bytes, 1)));
+  EXPECT_EQ(cudaMemset(buffer, static_cast<int>(kOutputFill), static_cast<size_t>(std::max<int64_t>(buffer_bytes, 1))),
+            cudaSuccess);
+  for (size_t k = 0; k < plan.outputs.size(); ++k) plan.outputs[k].at = buffer + output_offsets[k];
+  std::vector<std::byte*> destinations(b);
+  for (int32_t i = 0; i < b; ++i) {
+    destinations[i] = output_of[i] >= 0 ? plan.outputs[output_of[i]].at
+                      : plan.at_packed_place[i] ? packed_kv
+                                                : nullptr;
+  }
+  plan.device.destinations = mem.Upload(destinations.data(), destinations.size());
+  plan.device.origins = mem.Upload(origins.data(), origins.size());
+  plan.device.alignment = ShiftAlignment(shift);
+  return plan;
+}
+
+// Each output holds its request's rows as the reference packed them (the
+// rows from its first tree's packed offset on) and nothing past them; trees
+// at their packed place are there; the packed places of the others are
+// untouched (DeviceMemory fills 0xEE).
+void ExpectRowsAtDestinations(DeviceMemory& mem, const RowDestinationPlan& plan,
+                              const std::vector<int32_t>& packed_offsets, const std::byte* expected_packed,
+                              const std::byte* packed_kv, int64_t row_bytes) {
+  for (const RowDestinationPlan::Output& o : plan.outputs) {
+    SCOPED_TRACE(absl::StrCat("output of trees ", o.first_tree, "..", o.first_tree + o.trees - 1));
+    const std::vector<std::byte> got = mem.Download(o.at, static_cast<size_t>(o.capacity));
+    const int64_t rows = packed_offsets[o.first_tree + o.trees] - packed_offsets[o.first_tree];
+    const std::byte* want = expected_packed + int64_t{packed_offsets[o.first_tree]} * row_bytes;
+    EXPECT_TRUE(std::equal(got.begin(), got.begin() + rows * row_bytes, want)) << "rows in the output";
+    EXPECT_TRUE(std::all_of(got.begin() + rows * row_bytes, got.end(), [](std::byte x) { return x == kOutputFill; }))
+        << "written past the output's rows";
+  }
+  const int32_t b = static_cast<int32_t>(plan.at_packed_place.size());
+  const std::vector<std::byte> packed = mem.Download(packed_kv, int64_t{packed_offsets[b]} * row_bytes);
+  for (int32_t i = 0; i < b; ++i) {
+    const int64_t begin = int64_t{packed_offsets[i]} * row_bytes, end = int64_t{packed_offsets[i + 1]} * row_bytes;
+    if (plan.at_packed_place[i]) {
+      EXPECT_TRUE(std::equal(packed.begin() + begin, packed.begin() + end, expected_packed + begin))
+          << "tree " << i << " at its packed place";
+    } else {
+      EXPECT_TRUE(std::all_of(packed.begin() + begin, packed.begin() + end,
+                              [](std::byte x) { return x == std::byte{0xEE}; }))
+          << "tree " << i << " answered elsewhere was packed too";
+    }
+  }
+}
+
 class TreeCudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -183,7 +274,31 @@ class TreeCudaTest : public ::testing::Test {
         EXPECT_TRUE(std::equal(from_sources.begin(), from_sources.end(), cpu.packed_kv.begin()))
             << "packed_kv from kv_sources";
       }
+      // Some requests' rows answered straight into outputs of their own
+      // (row destinations), from the staged rows and from kv_sources, at
+      // three output alignments: the reference's packed rows, each where
+      // its plan puts it.
+      for (const bool from_sources : {false, true}) {
+        for (const int64_t shift : {int64_t{0}, int64_t{8}, int64_t{2}}) {
+          SCOPED_TRACE(absl::StrCat("row destinations, shift ", shift, from_sources ? ", kv_sources" : ""));
+          batch.params.kv_sources =
+              from_sources ? ScatterTreeRows(mem, host_in.draft_kv, host_in.draft_offsets, b, rb, 4) : nullptr;
+          batch.params.kv_source_alignment = from_sources ? 4 : 1;
+          out.packed_kv = mem.Alloc<std::byte>(total * rb);
+          const RowDestinationPlan plan = PlanRowDestinations(mem, b, host_in.draft_offsets, rb, out.packed_kv, shift);
+          batch.params.row_destinations = plan.device;
+          ASSERT_TRUE(ValidateTreeGreedyDeviceBatch(batch, scratch_.view).ok());
+          ASSERT_EQ(LaunchTreeGreedyVerifyPack(batch, scratch_.view, stream_), cudaSuccess);
+          ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+          EXPECT_EQ(mem.Download(out.accepted_lengths, b), cpu.accepted_lengths);
+          EXPECT_EQ(mem.Download(out.packed_row_offsets, b + 1), cpu.packed_row_offsets);
+          const std::vector<int32_t> nodes = mem.Download(batch.params.accepted_nodes, accepted);
+          EXPECT_TRUE(std::equal(nodes.begin(), nodes.end(), cpu_nodes.begin())) << "accepted_nodes";
+          ExpectRowsAtDestinations(mem, plan, cpu.packed_row_offsets, cpu.packed_kv.data(), out.packed_kv, rb);
+        }
+      }
       batch.params.kv_sources = nullptr;
+      batch.params.row_destinations = {};
     }
   }
 
@@ -349,6 +464,14 @@ SampledRun RunSampledOnDevice(const SampledTreeBatch& batch, int32_t cluster_blo
     const std::vector<std::byte> from_sources =
         mem.Download(pack.packed_kv, int64_t{r.packed_row_offsets[b]} * row_bytes);
     EXPECT_EQ(from_sources, r.packed_kv) << "pack rows from kv_sources";
+    // And with some requests' rows answered into outputs of their own.
+    pack.packed_kv = mem.Alloc<std::byte>(kv.size());
+    const RowDestinationPlan plan = PlanRowDestinations(mem, b, host.draft_offsets, row_bytes, pack.packed_kv, 4);
+    pack.row_destinations = plan.device;
+    EXPECT_EQ(LaunchTreePack(pack, scratch, stream), cudaSuccess);
+    EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+    EXPECT_EQ(mem.Download(pack.packed_row_offsets, b + 1), r.packed_row_offsets);
+    ExpectRowsAtDestinations(mem, plan, r.packed_row_offsets, packed.data(), pack.packed_kv, row_bytes);
   }
   return r;
 }

@@ -5,6 +5,7 @@
 // batch-composition independence.
 #include "kernels/tree/tree_reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -170,6 +171,53 @@ TEST(TreeGreedyReferenceTest, RowsReadThroughKvSourcesPackLikeStagedRows) {
   EXPECT_EQ(sourced.chain.packed_row_offsets, staged.chain.packed_row_offsets);
   EXPECT_EQ(sourced.chain.packed_kv, staged.chain.packed_kv);
   EXPECT_GT(staged.chain.packed_row_offsets[o.num_trees], o.num_trees);  // rows were packed
+}
+
+// Three requests of 2, 3 and 2 trees: the first answered into an output of
+// its own, the second at its packed place, the third nowhere (a null
+// destination). The output holds what a pack and then a delivery of the
+// request's rows would; the packed buffer only the second request's rows.
+TEST(TreeGreedyReferenceTest, RowDestinationsPlaceRowsWhereAPackAndADeliveryWould) {
+  TreeWorkloadOptions o;
+  o.num_trees = 7;
+  o.num_nodes = 12;
+  o.row_bytes = 12;
+  o.level_acceptance = {0.95, 0.9, 0.8};
+  o.seed = 17;
+  absl::StatusOr<TreeGreedyWorkload> w = GenerateTreeGreedyWorkload(o);
+  ASSERT_THAT(w.status(), IsOk());
+  const GreedyBatchInput in = w->input();
+  const int64_t rb = in.row_bytes;
+  GreedyTreeOutputs packed(in);
+  TreeGreedyVerifyParams p = GreedyParams(*w, packed);
+  ReferenceTreeGreedyVerifyPack(p);
+  const std::vector<int32_t>& offsets = packed.chain.packed_row_offsets;
+  ASSERT_GT(offsets[2], 0);  // the first request accepted rows
+
+  GreedyTreeOutputs direct(in);
+  std::vector<std::byte> output(static_cast<size_t>(in.draft_offsets[2] * rb), kPoison);
+  std::byte* const arena = direct.chain.view().packed_kv;
+  const std::vector<std::byte*> destinations{output.data(), output.data(), arena,  arena,
+                                             arena,         nullptr,       nullptr};
+  const std::vector<int32_t> origins{0, 0, 0, 0, 0, 5, 5};
+  p = GreedyParams(*w, direct);
+  p.row_destinations.destinations = destinations.data();
+  p.row_destinations.origins = origins.data();
+  ASSERT_THAT(ValidateTreeGreedyBatch(p, BackendTreeLimits()), IsOk());
+  ReferenceTreeGreedyVerifyPack(p);
+  EXPECT_EQ(direct.chain.packed_row_offsets, offsets);
+  EXPECT_EQ(direct.accepted_nodes, packed.accepted_nodes);
+  const std::vector<std::byte>& rows = packed.chain.packed_kv;
+  EXPECT_TRUE(std::equal(rows.begin(), rows.begin() + offsets[2] * rb, output.begin())) << "the first request's rows";
+  EXPECT_TRUE(std::all_of(output.begin() + offsets[2] * rb, output.end(), [](std::byte x) { return x == kPoison; }));
+  const std::vector<std::byte>& arena_rows = direct.chain.packed_kv;
+  EXPECT_TRUE(std::equal(rows.begin() + offsets[2] * rb, rows.begin() + offsets[5] * rb,
+                         arena_rows.begin() + offsets[2] * rb))
+      << "the second request's rows at their packed place";
+  EXPECT_TRUE(std::all_of(arena_rows.begin(), arena_rows.begin() + offsets[2] * rb,
+                          [](std::byte x) { return x == kPoison; }));
+  EXPECT_TRUE(std::all_of(arena_rows.begin() + offsets[5] * rb, arena_rows.end(),
+                          [](std::byte x) { return x == kPoison; }));
 }
 
 TEST(TreeGreedyReferenceTest, LowestIndexMatchingChildWins) {
@@ -472,6 +520,27 @@ TEST(TreeValidationTest, NamesTheSequenceAndTheNode) {
   small.max_tree_nodes = 2;
   EXPECT_THAT(ValidateTreeStructure(2, offsets.data(), good.data(), small),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--max_tree_nodes")));
+}
+
+TEST(TreeValidationTest, RowDestinationsNameTheFieldAndTheTree) {
+  std::vector<std::byte> out(64);
+  const std::vector<std::byte*> destinations{out.data(), out.data(), out.data()};
+  const std::vector<int32_t> good{0, 0, 2}, ahead{0, 2, 2};
+  TreeRowDestinations d;
+  EXPECT_THAT(ValidateTreeRowDestinations(d, 3, true), IsOk());  // unset
+  d.destinations = destinations.data();
+  EXPECT_THAT(ValidateTreeRowDestinations(d, 3, true),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row_destinations.origins must be set")));
+  d.origins = good.data();
+  EXPECT_THAT(ValidateTreeRowDestinations(d, 3, true), IsOk());
+  d.origins = ahead.data();
+  EXPECT_THAT(ValidateTreeRowDestinations(d, 3, true),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("sequence 1: row_destinations.origins[1] is 2; must lie in [0, 1]")));
+  EXPECT_THAT(ValidateTreeRowDestinations(d, 3, /*origins_readable=*/false), IsOk());  // device tables
+  d.alignment = 3;
+  EXPECT_THAT(ValidateTreeRowDestinations(d, 3, false),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row_destinations.alignment is 3")));
 }
 
 TEST(TreeValidationTest, SampledTreesTakeProbabilitiesOnly) {
