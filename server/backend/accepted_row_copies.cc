@@ -43,8 +43,13 @@ void PlanAcceptedRowCopiesOnDevice(const Batch& batch, const std::byte* staged_k
                                    std::span<const std::byte*> sources,
                                    std::span<std::byte*> destinations,
                                    std::span<int32_t> origins) {
+  for (int32_t i = 0; i < batch.inputs.num_sequences(); ++i) sources[i] = RowsOf(batch, staged_kv, i);
+  PlanAcceptedRowDestinations(batch, destinations, origins);
+}
+
+void PlanAcceptedRowDestinations(const Batch& batch, std::span<std::byte*> destinations,
+                                 std::span<int32_t> origins) {
   for (int32_t i = 0; i < batch.inputs.num_sequences(); ++i) {
-    sources[i] = RowsOf(batch, staged_kv, i);
     destinations[i] = batch.packed_kv;
     origins[i] = 0;
   }

@@ -37,6 +37,13 @@ void PlanAcceptedRowCopiesOnDevice(const Batch& batch, const std::byte* staged_k
                                    std::span<std::byte*> destinations,
                                    std::span<int32_t> origins);
 
+// The destinations and origins of that plan alone: a tree batch's pack reads
+// its sources itself (kv_sources or the staging) and writes each tree's rows
+// where this says (kernels/tree/tree_params.h, TreeRowDestinations). Both
+// spans hold b entries.
+void PlanAcceptedRowDestinations(const Batch& batch, std::span<std::byte*> destinations,
+                                 std::span<int32_t> origins);
+
 }  // namespace specverify::server
 
 #endif  // SPECVERIFY_SERVER_BACKEND_ACCEPTED_ROW_COPIES_H_

@@ -151,6 +151,17 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
                              std::find(sources.begin(), sources.end(), nullptr) == sources.end();
   const std::byte* const* kv_sources = rows_in_place ? sources.data() : nullptr;
   if (!rows_in_place) GatherRegionRowsOnHost(batch);
+  // KV_RETURN_REGION requests' rows go from the pack straight into their
+  // outputs (the others' into the arena), not packed and then delivered.
+  TreeRowDestinations row_destinations;
+  std::vector<std::byte*> destinations;
+  std::vector<int32_t> origins;
+  if (TreeAnswersRowsInRegions(batch.shape) && batch.packed_kv != nullptr) {
+    destinations.resize(static_cast<size_t>(b));
+    origins.resize(static_cast<size_t>(b));
+    PlanAcceptedRowDestinations(batch, destinations, origins);
+    row_destinations = TreeRowDestinations{destinations.data(), origins.data(), 1};
+  }
   GreedyVerifyParams greedy = GreedyParamsOf(batch);
   if (batch.key.mode == VerifyMode::kGreedy) {
     TreeGreedyVerifyParams p;
@@ -159,6 +170,7 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
     p.output = greedy.output;
     p.accepted_nodes = batch.results.accepted_nodes.data();
     p.kv_sources = kv_sources;
+    p.row_destinations = row_destinations;
     SV_RETURN_IF_ERROR(ValidateTreeGreedyBatch(p, BackendTreeLimits()));
     ReferenceTreeGreedyVerifyPack(p);
     batch.path = ExecutionPathLabel::kCpu;
@@ -184,10 +196,12 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
     pack.accepted_nodes = batch.results.accepted_nodes.data();
     pack.packed_kv = greedy.output.packed_kv;
     pack.kv_sources = kv_sources;
+    pack.row_destinations = row_destinations;
+    SV_RETURN_IF_ERROR(ValidateTreeRowDestinations(row_destinations, b, /*origins_readable=*/true));
     ReferenceTreePack(pack);
     batch.path = ExecutionPathLabel::kSampling;
   }
-  DeliverPackedRowsOnHost(batch);
+  if (row_destinations.destinations == nullptr) DeliverPackedRowsOnHost(batch);
   batch.verified = true;
   batch.exact = true;
   batch.packed_kv_host = batch.packed_kv;  // the arena is host memory

@@ -10,6 +10,10 @@ bool SampledChainCopiesAcceptedRows(const StagingShape& s) {
   return s.sampled && !s.tree && s.kv_bytes > 0;
 }
 
+bool TreeAnswersRowsInRegions(const StagingShape& s) {
+  return s.tree && s.kv_bytes > 0 && s.deliveries > 0;
+}
+
 StagingLayout LayoutStaging(const StagingShape& s) {
   StagingLayout l;
   const int64_t b = s.sequences;
@@ -24,12 +28,13 @@ StagingLayout LayoutStaging(const StagingShape& s) {
   l.packed_offsets = l.deliveries + StagingAlignUp(int64_t{sizeof(PackedDelivery)} * s.deliveries);
   const bool greedy_chain = !s.sampled && !s.tree;
   const bool sampled_plan = SampledChainCopiesAcceptedRows(s);
+  const bool tree_plan = TreeAnswersRowsInRegions(s);
+  const bool sources = (greedy_chain && s.deliveries > 0) || sampled_plan;
+  const int64_t pointers = StagingAlignUp(kPointer * b);
   l.copy_sources = l.packed_offsets + (greedy_chain ? StagingAlignUp(4 * (b + 1)) : 0);
-  const int64_t copy_table =
-      (greedy_chain && s.deliveries > 0) || sampled_plan ? StagingAlignUp(kPointer * b) : 0;
-  l.copy_destinations = l.copy_sources + copy_table;
-  l.copy_origins = l.copy_destinations + copy_table;
-  l.draft_kv = l.copy_origins + (sampled_plan ? StagingAlignUp(4 * b) : 0);
+  l.copy_destinations = l.copy_sources + (sources ? pointers : 0);
+  l.copy_origins = l.copy_destinations + (sources || tree_plan ? pointers : 0);
+  l.draft_kv = l.copy_origins + (sampled_plan || tree_plan ? StagingAlignUp(4 * b) : 0);
   l.inputs_total = l.draft_kv + s.kv_bytes;
   l.inputs_host_filled = s.kv_from_regions ? l.draft_kv : l.inputs_total;
   if (s.sampled) {

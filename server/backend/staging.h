@@ -16,9 +16,10 @@
 //   inputs:  draft_offsets[b+1] | draft_tokens[rows] | target_tokens[rows+b]
 //            | parent_indices[rows] (tree batches) | kv_sources[b] | deliveries[d]
 //            | packed_offsets[b+1] (greedy chains)
-//            | copy_sources[b] | copy_destinations[b] (greedy chains with
-//              deliveries; sampled chains with KV rows)
-//            | copy_origins[b] (sampled chains with KV rows) | draft_kv
+//            | copy_sources[b] (greedy chains with deliveries; sampled
+//              chains with KV rows) | copy_destinations[b] (those, and tree
+//              batches with KV rows and deliveries) | copy_origins[b]
+//              (sampled chains with KV rows; trees as above) | draft_kv
 //   sampled: sequence params[b] | target_rows[rows+b] | draft_rows[rows]
 //            | target values | draft values   (sampled batches)
 // The data plane's tables (docs/DATA_PLANE.md) take no bytes unless the batch
@@ -37,7 +38,11 @@
 // since its accepted lengths are known on the device only: one copy after
 // the sampler places each sequence's rows after those of the earlier
 // sequences from its origin on (kernels/layout/row_copy.h,
-// AcceptedRowCopyParams); its rows are never gathered or packed.
+// AcceptedRowCopyParams); its rows are never gathered or packed. A tree
+// batch with KV rows and KV_RETURN_REGION requests stages the destinations
+// and origins only: its pack writes those requests' rows into their outputs
+// (kernels/tree/tree_params.h, TreeRowDestinations) instead of a delivery
+// copying them out of the packed buffer.
 #ifndef SPECVERIFY_SERVER_BACKEND_STAGING_H_
 #define SPECVERIFY_SERVER_BACKEND_STAGING_H_
 
@@ -93,6 +98,11 @@ StagingLayout LayoutStaging(const StagingShape& shape);
 // (copy_sources, copy_destinations, copy_origins): a sampled chain batch
 // with KV rows.
 bool SampledChainCopiesAcceptedRows(const StagingShape& shape);
+
+// Whether a batch of this shape stages the trees' row destinations
+// (copy_destinations, copy_origins): a tree batch with KV rows and
+// KV_RETURN_REGION requests.
+bool TreeAnswersRowsInRegions(const StagingShape& shape);
 
 // Held by a Batch for as long as its arrays are in use; destroying it gives
 // the memory back to the backend (a CUDA slot: its pinned and device

@@ -98,11 +98,15 @@ absl::Status CudaExecutor::Reserve() {
   // every request (at most one per sequence) returning into one.
   largest.kv_from_regions = true;
   largest.deliveries = options_.max_batch_sequences;
-  // Greedy and sampled chains stage different copy plans.
+  // Greedy and sampled chains and trees stage different tables and plans
+  // (trees: parent indices and the row destinations instead of the chains'
+  // packed offsets and copy sources).
   StagingShape largest_sampled = largest;
   largest_sampled.sampled = true;
-  inputs_capacity_ =
-      std::max(LayoutStaging(largest).inputs_total, LayoutStaging(largest_sampled).inputs_total);
+  StagingShape largest_tree = largest;
+  largest_tree.tree = true;
+  inputs_capacity_ = std::max({LayoutStaging(largest).inputs_total, LayoutStaging(largest_sampled).inputs_total,
+                               LayoutStaging(largest_tree).inputs_total});
   results_capacity_ = LayoutResults(options_.max_batch_sequences, max_total_rows_).total;
   // A batch's distribution rows are part of its payload, which the batcher
   // bounds by max(--max_batch_bytes, one request <= --max_message_bytes).

@@ -252,6 +252,28 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
       while (reinterpret_cast<uintptr_t>(source) % kv_source_alignment != 0) kv_source_alignment /= 2;
     }
   }
+  // KV_RETURN_REGION requests take their rows straight from the pack, into
+  // their outputs after their earlier trees' rows, not through the arena
+  // and a delivery after it (the other trees' rows go to the arena as ever).
+  TreeRowDestinations row_destinations;
+  if (TreeAnswersRowsInRegions(batch.shape)) {
+    std::byte* const pin = slot.pinned_inputs.as<std::byte>();
+    const std::span<std::byte*> destinations{reinterpret_cast<std::byte**>(pin + il.copy_destinations),
+                                             static_cast<size_t>(b)};
+    const std::span<int32_t> origins{reinterpret_cast<int32_t*>(pin + il.copy_origins), static_cast<size_t>(b)};
+    PlanAcceptedRowDestinations(batch, destinations, origins);
+    row_destinations.destinations = reinterpret_cast<std::byte* const*>(dev + il.copy_destinations);
+    row_destinations.origins = i32(dev, il.copy_origins);
+    row_destinations.alignment = 16;
+    for (const std::byte* destination : destinations) {
+      while (reinterpret_cast<uintptr_t>(destination) % row_destinations.alignment != 0) {
+        row_destinations.alignment /= 2;
+      }
+    }
+    SV_RETURN_IF_ERROR(ValidateTreeRowDestinations(
+        TreeRowDestinations{destinations.data(), origins.data(), row_destinations.alignment}, b,
+        /*origins_readable=*/true));
+  }
 
   SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault,
                                         sampled ? il.sampled_total : 0));
@@ -265,6 +287,7 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     t.params.accepted_nodes = accepted_nodes;
     t.params.kv_sources = kv_sources;
     t.params.kv_source_alignment = kv_source_alignment;
+    t.params.row_destinations = row_destinations;
     t.total_nodes = rows;
     SV_RETURN_IF_ERROR(ValidateTreeGreedyDeviceBatch(t, slot.tree_scratch.view));
     SV_CUDA_RETURN_IF_ERROR(LaunchTreeGreedyVerifyPack(t, slot.tree_scratch.view, slot.stream));
@@ -307,9 +330,12 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     pack.packed_kv = out.packed_kv;
     pack.kv_sources = kv_sources;
     pack.kv_source_alignment = kv_source_alignment;
+    pack.row_destinations = row_destinations;
     SV_CUDA_RETURN_IF_ERROR(LaunchTreePack(pack, slot.tree_scratch.view, slot.stream));
   }
-  SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, out.packed_row_offsets));
+  if (row_destinations.destinations == nullptr) {
+    SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, out.packed_row_offsets));
+  }
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   // The packed size is known on the device only: the upper bound comes back.
   return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);

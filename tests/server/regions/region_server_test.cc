@@ -569,11 +569,126 @@ TEST_P(RegionServerTest, SampledTreesWithKvRowsMatchTheReference) {
           EXPECT_EQ(static_cast<unsigned char>(at[rows * kRowBytes]), 0xA5) << "written past the rows";
         }
       }
-      if (rows > 0) ASSERT_FALSE(as_inline.kv_inline().empty());
+      if (rows > 0) {
+        ASSERT_FALSE(as_inline.kv_inline().empty());
+      }
       EXPECT_THAT(client::CheckTreeSampledResponse(w, expected, r, as_inline, kRowBytes), IsOk());
-      if (mode == Rows::kRegion) EXPECT_LT(response->timing().host_copy_in_bytes(), 4096);
+      if (mode == Rows::kRegion) {
+        EXPECT_LT(response->timing().host_copy_in_bytes(), 4096);
+      }
     }
     EXPECT_GT(accepted_rows, 0);
+  }
+}
+
+// Token trees in one batch of every return, greedy and sampled, with the KV
+// rows (and distributions) in the region or inline: each request gets exactly
+// its own rows. The pack writes the region requests' rows into their outputs,
+// each tree after its request's earlier trees (tree_params.h,
+// TreeRowDestinations), and the others' into the arena; the third request's
+// first tree is not the batch's first, so its rows are placed relative to it.
+TEST_P(RegionServerTest, TreeBatchOfEveryReturnGivesEachRequestItsOwnRows) {
+  constexpr int32_t kRequests = 4;
+  constexpr int32_t kPerRequest = 3;
+  options_.preferred_batch_sequences = kRequests * kPerRequest;
+  options_.max_queue_delay_us = 10'000'000;  // the batch forms when all four are in
+  Start();
+  if (server_ == nullptr) return;
+  constexpr int64_t kRowBytes = 40;
+  const v1::KvReturn returns[kRequests] = {v1::KV_RETURN_REGION, v1::KV_RETURN_INLINE,
+                                           v1::KV_RETURN_REGION, v1::KV_RETURN_HANDLE};
+  TreeWorkloadOptions go;
+  go.num_trees = kRequests * kPerRequest;
+  go.num_nodes = 24;
+  go.row_bytes = kRowBytes;
+  go.vocab_size = 5000;
+  go.level_acceptance = {0.95, 0.85, 0.7};
+  go.seed = 71;
+  const TreeGreedyWorkload greedy = *GenerateTreeGreedyWorkload(go);
+  TreeSampledWorkloadOptions so;
+  so.num_trees = kRequests * kPerRequest;
+  so.num_nodes = 16;
+  so.vocab_size = 512;
+  so.has_draft_probs = true;
+  so.sequences_per_request = kPerRequest;
+  so.seed = 72;
+  const TreeSampledWorkload sampled = *GenerateTreeSampledWorkload(so);
+  const TreeSampledExpected expected = ReferenceTreeOutcome(sampled);
+  for (const bool is_sampled : {false, true}) {
+    for (const bool in_region : {true, false}) {
+      SCOPED_TRACE(absl::StrCat(is_sampled ? "sampled" : "greedy",
+                                in_region ? ", inputs in the region" : ", inputs inline"));
+      const std::string name = absl::StrCat("trees-", is_sampled, in_region);
+      auto shm = Register(name, 16 << 20);
+      RegionWriter writer(name, shm->data(), shm->size());
+      std::vector<v1::VerifyRequest> requests;
+      for (int32_t r = 0; r < kRequests; ++r) {
+        const bool into_region = returns[r] == v1::KV_RETURN_REGION;
+        const v1::KvReturn sent = into_region ? v1::KV_RETURN_INLINE : returns[r];
+        v1::VerifyRequest request;
+        if (is_sampled) {
+          ASSERT_THAT(client::TreeSampledRequestStatus(expected, sampled, r), IsOk());
+          request = *client::BuildTreeSampledRequest(sampled, r, "", kRowBytes, sent);
+        } else {
+          request = *client::BuildTreeGreedyRequest(greedy, r * kPerRequest, kPerRequest, sent);
+        }
+        if (in_region) {
+          ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
+          ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
+        } else if (into_region) {
+          ASSERT_THAT(AnswerIntoRegion(writer, name, kRowBytes, &request), IsOk());
+        }
+        if (into_region) {
+          const v1::TensorRef& out = request.kv_output();
+          std::memset(shm->data() + out.offset_bytes(), 0xA5, out.shape(0) * kRowBytes);
+        }
+        requests.push_back(std::move(request));
+      }
+      std::vector<absl::StatusOr<v1::VerifyResponse>> responses(kRequests);
+      std::vector<std::thread> senders;
+      for (int32_t r = 0; r < kRequests; ++r) {
+        senders.emplace_back([&, r] { responses[r] = client_->Verify(requests[r]); });
+      }
+      for (std::thread& t : senders) t.join();
+      int64_t region_rows = 0;
+      for (int32_t r = 0; r < kRequests; ++r) {
+        SCOPED_TRACE(absl::StrCat("request ", r));
+        ASSERT_THAT(responses[r], IsOk());
+        const v1::VerifyResponse& response = *responses[r];
+        EXPECT_EQ(response.timing().batch_requests(), kRequests);
+        int64_t rows = 0;
+        for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
+        // Every return checked as if inline: the rows wherever they went.
+        v1::VerifyResponse as_inline = response;
+        if (returns[r] == v1::KV_RETURN_HANDLE) {
+          const absl::StatusOr<std::string> fetched = client_->FetchKv(response.kv().id());
+          ASSERT_THAT(fetched, IsOk());
+          as_inline.set_kv_inline(*fetched);
+          EXPECT_THAT(client_->ReleaseKv(response.kv().id()), IsOk());
+        } else if (returns[r] == v1::KV_RETURN_REGION) {
+          region_rows += rows;
+          EXPECT_TRUE(response.kv_inline().empty());
+          const v1::TensorRef& out = requests[r].kv_output();
+          const std::byte* at = shm->data() + out.offset_bytes();
+          as_inline.set_kv_inline(
+              std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
+          for (int64_t i = rows * kRowBytes; i < out.shape(0) * kRowBytes; ++i) {
+            ASSERT_EQ(static_cast<unsigned char>(at[i]), 0xA5) << "byte " << i << " past the rows";
+          }
+          EXPECT_EQ(response.timing().host_copy_out_bytes(), 0);
+        }
+        if (is_sampled) {
+          EXPECT_THAT(client::CheckTreeSampledResponse(sampled, expected, r, as_inline, kRowBytes), IsOk());
+        } else {
+          EXPECT_THAT(client::CheckTreeGreedyResponse(greedy, r * kPerRequest, kPerRequest,
+                                                      v1::KV_RETURN_INLINE, as_inline),
+                      IsOk());
+        }
+      }
+      // Both region requests' trees accepted rows beyond one each, so the
+      // placement after a request's earlier trees is exercised.
+      EXPECT_GT(region_rows, 2 * kPerRequest);
+    }
   }
 }
 
