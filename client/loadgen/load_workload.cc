@@ -382,8 +382,11 @@ absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> TreeLoadWorkload::Create(
   if (!w.ok()) return w.status();
   load->sampled_ = *std::move(w);
   load->expected_ = ReferenceTreeOutcome(*load->sampled_);
+  // Every node carries a KV row of --row_bytes, returned as --kv_return says
+  // (as greedy trees and sampled chains do); none with --kv_return=none.
   for (int32_t r = 0; r < client::TreeSampledRequestCount(*load->sampled_); ++r) {
-    absl::StatusOr<v1::VerifyRequest> request = client::BuildTreeSampledRequest(*load->sampled_, r);
+    absl::StatusOr<v1::VerifyRequest> request = client::BuildTreeSampledRequest(
+        *load->sampled_, r, "", load->sampled_row_bytes(), ToProto(config.kv_return));
     if (!request.ok()) return request.status();
     load->requests_.push_back(*std::move(request));
   }
@@ -391,7 +394,11 @@ absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> TreeLoadWorkload::Create(
 }
 
 bool TreeLoadWorkload::ReturnsKvHandle() const {
-  return greedy_.has_value() && config_.kv_return == KvReturnMode::kHandle && config_.row_bytes > 0;
+  return config_.kv_return == KvReturnMode::kHandle && config_.row_bytes > 0;
+}
+
+int64_t TreeLoadWorkload::sampled_row_bytes() const {
+  return config_.kv_return == KvReturnMode::kNone ? 0 : config_.row_bytes;
 }
 
 AnswerCheck TreeLoadWorkload::Check(int64_t i, const v1::VerifyResponse& response,
@@ -427,8 +434,12 @@ AnswerCheck TreeLoadWorkload::Check(int64_t i, const v1::VerifyResponse& respons
       kv = v1::KV_RETURN_INLINE;
     }
     check.status = client::CheckTreeGreedyResponse(*greedy_, slot * per, per, kv, with_rows);
+  } else if (fetched_kv.has_value()) {
+    v1::VerifyResponse with_rows = answer;
+    with_rows.set_kv_inline(std::string(reinterpret_cast<const char*>(fetched_kv->data()), fetched_kv->size()));
+    check.status = client::CheckTreeSampledResponse(*sampled_, expected_, slot, with_rows, sampled_row_bytes());
   } else {
-    check.status = client::CheckTreeSampledResponse(*sampled_, expected_, slot, answer);
+    check.status = client::CheckTreeSampledResponse(*sampled_, expected_, slot, answer, sampled_row_bytes());
   }
   if (!check.status.ok()) {
     check.status = absl::Status(check.status.code(),

@@ -129,7 +129,8 @@ class SampledLoadWorkload final : public LoadWorkload {
 };
 
 // Token-tree drafts (--tree; docs/TREES.md): greedy trees checked against
-// the workload's own oracle, sampled trees against the CPU reference.
+// the workload's own oracle, sampled trees against the CPU reference; both
+// carry a KV row of --row_bytes per node, checked wherever it is returned.
 class TreeLoadWorkload final : public LoadWorkload {
  public:
   static absl::StatusOr<std::unique_ptr<TreeLoadWorkload>> Create(const WorkloadConfig& config);
@@ -139,6 +140,8 @@ class TreeLoadWorkload final : public LoadWorkload {
 
  private:
   explicit TreeLoadWorkload(WorkloadConfig config) : config_(std::move(config)) {}
+  // KV bytes per node of sampled trees: --row_bytes, 0 with --kv_return=none.
+  int64_t sampled_row_bytes() const;
   WorkloadConfig config_;
   std::optional<TreeGreedyWorkload> greedy_;
   std::optional<TreeSampledWorkload> sampled_;

@@ -323,6 +323,38 @@ TEST_F(LoadgenServerTest, TreeDraftsGreedyAndSampled) {
   EXPECT_THAT(RunLoadgen(bad).status().message(), ::testing::HasSubstr("WIDTHxDEPTH"));
 }
 
+// Sampled trees carry a KV row per node (--row_bytes): answered as handles
+// whose rows are all fetched and compared node by node along the
+// reference's path, and with everything in shared memory, answered into it.
+TEST_F(LoadgenServerTest, SampledTreeRowsAsHandlesAndIntoARegion) {
+  for (const bool region : {false, true}) {
+    SCOPED_TRACE(region ? "shm, rows into the region" : "inline, rows as handles");
+    LoadgenConfig c = BaseConfig();
+    c.workload.mode = WorkloadMode::kSampled;
+    c.workload.tree = "random:10";
+    c.workload.vocab_size = 256;
+    c.workload.row_bytes = 48;
+    c.workload.pool_requests = 8;
+    if (region) {
+      c.workload.transport = Transport::kShm;
+      c.workload.kv_return = KvReturnMode::kRegion;
+    } else {
+      c.workload.kv_return = KvReturnMode::kHandle;
+      c.workload.fetch_kv_fraction = 1.0;
+    }
+    c.requests = 60;
+    auto report = RunLoadgen(c);
+    ASSERT_TRUE(report.ok()) << report.status();
+    ExpectCorrectAndConsistent(*report, 60, 4);
+    const StepResult& r = report->steps[0].server;
+    EXPECT_GT(r.accepted_tokens, 0);
+    if (!region) {
+      EXPECT_EQ(r.kv_fetches + r.kv_released, r.ok);
+      EXPECT_GT(r.kv_fetches, r.ok / 2);  // answers with at least one row kept were fetched
+    }
+  }
+}
+
 // --region_copies: two pool entries laid out four times serve eight
 // requests in flight, each reading its rows from, and getting its packed
 // rows into, its own copy; every answer is checked from its copy's bytes.
