@@ -11,7 +11,10 @@
 //       decoupled look-back (Merrill & Garland 2016; trees are dealt in
 //       scheduling order by a ticket counter, so every predecessor is
 //       resident), then writes its results, its accepted_nodes CSR entries
-//       and its packed rows.
+//       and its packed rows (or, with TreeRowDestinations, its rows where
+//       its request answers them: after the rows of the request's earlier
+//       trees, whose first tree's offset it reads once that tree's
+//       look-back word is published).
 //   LaunchTreeSample  ONE launch: a thread-block cluster per tree (up to 16
 //       blocks of 256 threads on sm_90) walks the tree redundantly in
 //       every block (the scalar decisions need p(x), q(x) and a coin: all
