@@ -86,6 +86,48 @@ class RegionServerTest : public testing::DeviceServerTest {
     return absl::OkStatus();
   }
 
+  // Sends the requests at once from threads of their own (a batch forms
+  // when all are in, given preferred_batch_sequences and a long delay).
+  std::vector<absl::StatusOr<v1::VerifyResponse>> VerifyTogether(const std::vector<v1::VerifyRequest>& requests) {
+    std::vector<absl::StatusOr<v1::VerifyResponse>> responses(requests.size());
+    std::vector<std::thread> senders;
+    for (size_t r = 0; r < requests.size(); ++r) {
+      senders.emplace_back([&, r] { responses[r] = client_->Verify(requests[r]); });
+    }
+    for (std::thread& t : senders) t.join();
+    return responses;
+  }
+
+  // The answer with its rows inline, wherever they went: a handle's fetched
+  // (and released), a KV_RETURN_REGION request's read from its kv_output in
+  // `shm` (whose bytes past the rows must still hold the 0xA5 the test
+  // wrote), an inline answer's as they are.
+  absl::StatusOr<v1::VerifyResponse> WithRowsInline(const v1::VerifyRequest& request,
+                                                    const v1::VerifyResponse& response,
+                                                    const SharedMemoryRegion& shm, int64_t row_bytes) {
+    v1::VerifyResponse as_inline = response;
+    if (request.kv_return() == v1::KV_RETURN_HANDLE) {
+      absl::StatusOr<std::string> fetched = client_->FetchKv(response.kv().id());
+      if (!fetched.ok()) return fetched.status();
+      as_inline.set_kv_inline(*std::move(fetched));
+      if (auto released = client_->ReleaseKv(response.kv().id()); !released.ok()) return released.status();
+    } else if (request.kv_return() == v1::KV_RETURN_REGION) {
+      if (!response.kv_inline().empty()) return absl::InternalError("rows inline in a region answer");
+      int64_t rows = 0;
+      for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
+      const v1::TensorRef& out = request.kv_output();
+      const std::byte* at = shm.data() + out.offset_bytes();
+      as_inline.set_kv_inline(
+          std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * row_bytes)));
+      for (int64_t i = rows * row_bytes; i < out.shape(0) * row_bytes; ++i) {
+        if (static_cast<unsigned char>(at[i]) != 0xA5) {
+          return absl::InternalError(absl::StrCat("byte ", i, " past the rows was written"));
+        }
+      }
+    }
+    return as_inline;
+  }
+
   GreedyWorkload Greedy(int32_t sequences, int64_t row_bytes, uint64_t seed) {
     GreedyWorkloadOptions w;
     w.num_sequences = sequences;
@@ -266,12 +308,7 @@ TEST_P(RegionServerTest, OneBatchOfEveryReturnGivesEachRequestItsOwnRows) {
       }
       requests.push_back(std::move(request));
     }
-    std::vector<absl::StatusOr<v1::VerifyResponse>> responses(kRequests);
-    std::vector<std::thread> senders;
-    for (int32_t r = 0; r < kRequests; ++r) {
-      senders.emplace_back([&, r] { responses[r] = client_->Verify(requests[r]); });
-    }
-    for (std::thread& t : senders) t.join();
+    const std::vector<absl::StatusOr<v1::VerifyResponse>> responses = VerifyTogether(requests);
     for (int32_t r = 0; r < kRequests; ++r) {
       SCOPED_TRACE(absl::StrCat("request ", r));
       ASSERT_THAT(responses[r], IsOk());
@@ -281,33 +318,22 @@ TEST_P(RegionServerTest, OneBatchOfEveryReturnGivesEachRequestItsOwnRows) {
       check.first_sequence = r * kPerRequest;
       check.num_sequences = kPerRequest;
       check.kv_return = returns[r];
-      if (returns[r] == v1::KV_RETURN_HANDLE) {
+      if (returns[r] == v1::KV_RETURN_HANDLE) {  // the handle's fields too, then its fetched rows
         const absl::StatusOr<std::string> fetched = client_->FetchKv(response.kv().id());
         ASSERT_THAT(fetched, IsOk());
         EXPECT_THAT(CheckGreedyResponse(w, check, response, client::AsBytes(*fetched)), IsOk());
         EXPECT_THAT(client_->ReleaseKv(response.kv().id()), IsOk());
         continue;
       }
-      if (returns[r] == v1::KV_RETURN_INLINE) {
-        EXPECT_THAT(CheckGreedyResponse(w, check, response), IsOk());
-        continue;
+      if (returns[r] == v1::KV_RETURN_REGION) {
+        EXPECT_EQ(response.timing().host_copy_out_bytes(), 0);
       }
-      // Into the region: the rows there as if inline, then the oracle; the
-      // rows past the packed count still hold the poison.
-      EXPECT_TRUE(response.kv_inline().empty());
-      int64_t rows = 0;
-      for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
-      const v1::TensorRef& out = requests[r].kv_output();
-      const std::byte* at = shm->data() + out.offset_bytes();
-      v1::VerifyResponse as_inline = response;
-      as_inline.set_kv_inline(
-          std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
+      // Inline, or into the region: the rows there as if inline (its bytes
+      // past them still the poison), then the oracle.
+      const absl::StatusOr<v1::VerifyResponse> as_inline = WithRowsInline(requests[r], response, *shm, kRowBytes);
+      ASSERT_THAT(as_inline, IsOk());
       check.kv_return = v1::KV_RETURN_INLINE;
-      EXPECT_THAT(CheckGreedyResponse(w, check, as_inline), IsOk());
-      for (int64_t i = rows * kRowBytes; i < out.shape(0) * kRowBytes; ++i) {
-        ASSERT_EQ(static_cast<unsigned char>(at[i]), 0xA5) << "byte " << i << " past the rows";
-      }
-      EXPECT_EQ(response.timing().host_copy_out_bytes(), 0);
+      EXPECT_THAT(CheckGreedyResponse(w, check, *as_inline), IsOk());
     }
   }
 }
@@ -414,39 +440,17 @@ TEST_P(RegionServerTest, SampledBatchOfEveryReturnGivesEachRequestItsOwnRows) {
       }
       requests.push_back(std::move(request));
     }
-    std::vector<absl::StatusOr<v1::VerifyResponse>> responses(kRequests);
-    std::vector<std::thread> senders;
-    for (int32_t r = 0; r < kRequests; ++r) {
-      senders.emplace_back([&, r] { responses[r] = client_->Verify(requests[r]); });
-    }
-    for (std::thread& t : senders) t.join();
+    const std::vector<absl::StatusOr<v1::VerifyResponse>> responses = VerifyTogether(requests);
     int64_t accepted_rows = 0;
     for (int32_t r = 0; r < kRequests; ++r) {
       SCOPED_TRACE(absl::StrCat("request ", r));
       ASSERT_THAT(responses[r], IsOk());
-      const v1::VerifyResponse& response = *responses[r];
-      EXPECT_EQ(response.timing().batch_requests(), kRequests);
-      int64_t rows = 0;
-      for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
-      accepted_rows += rows;
+      EXPECT_EQ(responses[r]->timing().batch_requests(), kRequests);
+      for (const v1::SequenceResult& result : responses[r]->results()) accepted_rows += result.kv_row_count();
       // Every return checked as if inline: the rows wherever they went.
-      v1::VerifyResponse as_inline = response;
-      if (returns[r] == v1::KV_RETURN_HANDLE) {
-        const absl::StatusOr<std::string> fetched = client_->FetchKv(response.kv().id());
-        ASSERT_THAT(fetched, IsOk());
-        as_inline.set_kv_inline(*fetched);
-        EXPECT_THAT(client_->ReleaseKv(response.kv().id()), IsOk());
-      } else if (returns[r] == v1::KV_RETURN_REGION) {
-        EXPECT_TRUE(response.kv_inline().empty());
-        const v1::TensorRef& out = requests[r].kv_output();
-        const std::byte* at = shm->data() + out.offset_bytes();
-        as_inline.set_kv_inline(
-            std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
-        for (int64_t i = rows * kRowBytes; i < out.shape(0) * kRowBytes; ++i) {
-          ASSERT_EQ(static_cast<unsigned char>(at[i]), 0xA5) << "byte " << i << " past the rows";
-        }
-      }
-      EXPECT_THAT(client::CheckSampledResponse(w, r, settings, expected, as_inline), IsOk());
+      const absl::StatusOr<v1::VerifyResponse> as_inline = WithRowsInline(requests[r], *responses[r], *shm, kRowBytes);
+      ASSERT_THAT(as_inline, IsOk());
+      EXPECT_THAT(client::CheckSampledResponse(w, r, settings, expected, *as_inline), IsOk());
     }
     // The workload accepts rows in more than one request, so the groups'
     // placement is exercised, not only empty copies.
@@ -644,44 +648,25 @@ TEST_P(RegionServerTest, TreeBatchOfEveryReturnGivesEachRequestItsOwnRows) {
         }
         requests.push_back(std::move(request));
       }
-      std::vector<absl::StatusOr<v1::VerifyResponse>> responses(kRequests);
-      std::vector<std::thread> senders;
-      for (int32_t r = 0; r < kRequests; ++r) {
-        senders.emplace_back([&, r] { responses[r] = client_->Verify(requests[r]); });
-      }
-      for (std::thread& t : senders) t.join();
+      const std::vector<absl::StatusOr<v1::VerifyResponse>> responses = VerifyTogether(requests);
       int64_t region_rows = 0;
       for (int32_t r = 0; r < kRequests; ++r) {
         SCOPED_TRACE(absl::StrCat("request ", r));
         ASSERT_THAT(responses[r], IsOk());
         const v1::VerifyResponse& response = *responses[r];
         EXPECT_EQ(response.timing().batch_requests(), kRequests);
-        int64_t rows = 0;
-        for (const v1::SequenceResult& result : response.results()) rows += result.kv_row_count();
-        // Every return checked as if inline: the rows wherever they went.
-        v1::VerifyResponse as_inline = response;
-        if (returns[r] == v1::KV_RETURN_HANDLE) {
-          const absl::StatusOr<std::string> fetched = client_->FetchKv(response.kv().id());
-          ASSERT_THAT(fetched, IsOk());
-          as_inline.set_kv_inline(*fetched);
-          EXPECT_THAT(client_->ReleaseKv(response.kv().id()), IsOk());
-        } else if (returns[r] == v1::KV_RETURN_REGION) {
-          region_rows += rows;
-          EXPECT_TRUE(response.kv_inline().empty());
-          const v1::TensorRef& out = requests[r].kv_output();
-          const std::byte* at = shm->data() + out.offset_bytes();
-          as_inline.set_kv_inline(
-              std::string(reinterpret_cast<const char*>(at), static_cast<size_t>(rows * kRowBytes)));
-          for (int64_t i = rows * kRowBytes; i < out.shape(0) * kRowBytes; ++i) {
-            ASSERT_EQ(static_cast<unsigned char>(at[i]), 0xA5) << "byte " << i << " past the rows";
-          }
+        if (returns[r] == v1::KV_RETURN_REGION) {
+          for (const v1::SequenceResult& result : response.results()) region_rows += result.kv_row_count();
           EXPECT_EQ(response.timing().host_copy_out_bytes(), 0);
         }
+        // Every return checked as if inline: the rows wherever they went.
+        const absl::StatusOr<v1::VerifyResponse> as_inline = WithRowsInline(requests[r], response, *shm, kRowBytes);
+        ASSERT_THAT(as_inline, IsOk());
         if (is_sampled) {
-          EXPECT_THAT(client::CheckTreeSampledResponse(sampled, expected, r, as_inline, kRowBytes), IsOk());
+          EXPECT_THAT(client::CheckTreeSampledResponse(sampled, expected, r, *as_inline, kRowBytes), IsOk());
         } else {
           EXPECT_THAT(client::CheckTreeGreedyResponse(greedy, r * kPerRequest, kPerRequest,
-                                                      v1::KV_RETURN_INLINE, as_inline),
+                                                      v1::KV_RETURN_INLINE, *as_inline),
                       IsOk());
         }
       }
