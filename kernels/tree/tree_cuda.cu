@@ -266,7 +266,10 @@ __global__ void __launch_bounds__(kPackThreads) TreeWalkPackKernel(PackArgs a, L
   int origin = 0;
   std::byte* base = nullptr;
   if (to.destinations != nullptr && tid == 0) {
-    origin = to.origins[tree];
+    // The host checked origins[i] in [0, i]; clamped again because device
+    // memory cannot be trusted, and an origin after the tree would be
+    // waited for forever.
+    origin = min(max(to.origins[tree], 0), tree);
     base = to.destinations[tree];
   }
   int prefix = 0;

@@ -156,7 +156,7 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
   TreeRowDestinations row_destinations;
   std::vector<std::byte*> destinations;
   std::vector<int32_t> origins;
-  if (TreeAnswersRowsInRegions(batch.shape) && batch.packed_kv != nullptr) {
+  if (TreeAnswersRowsInRegions(batch.shape)) {
     destinations.resize(static_cast<size_t>(b));
     origins.resize(static_cast<size_t>(b));
     PlanAcceptedRowDestinations(batch, destinations, origins);
@@ -201,7 +201,6 @@ absl::Status CpuBackend::ExecuteTree(Batch& batch) {
     ReferenceTreePack(pack);
     batch.path = ExecutionPathLabel::kSampling;
   }
-  if (row_destinations.destinations == nullptr) DeliverPackedRowsOnHost(batch);
   batch.verified = true;
   batch.exact = true;
   batch.packed_kv_host = batch.packed_kv;  // the arena is host memory

@@ -355,6 +355,49 @@ TEST_F(TreeCudaTest, GreedyGraphReplaysGiveTheSameResults) {
   ExpectGreedyParity(w->input(), w->parent_indices, "after graph");
 }
 
+// Origins the host would refuse (after their tree, past the batch), written
+// to the device anyway: the kernel clamps them instead of waiting forever
+// for a look-back word no tree publishes; the walk's results are unaffected.
+TEST_F(TreeCudaTest, GreedyPackFinishesWithOriginsPastTheirTrees) {
+  TreeWorkloadOptions o;
+  o.num_trees = 64;
+  o.num_nodes = 32;
+  o.row_bytes = 64;
+  absl::StatusOr<TreeGreedyWorkload> w = GenerateTreeGreedyWorkload(o);
+  ASSERT_TRUE(w.ok());
+  const GreedyBatchInput host_in = w->input();
+  const int32_t b = host_in.num_sequences;
+  const int64_t total = host_in.draft_offsets[b];
+  GreedyHostOutputs cpu(host_in, std::byte{0xA5});
+  std::vector<int32_t> cpu_nodes(total, -7);
+  ReferenceTreeGreedyVerifyPack({host_in, w->parent_indices.data(), cpu.view(), cpu_nodes.data()});
+  DeviceMemory mem;
+  TreeGreedyDeviceBatch batch;
+  GreedyBatchInput& in = batch.params.input;
+  in = host_in;
+  in.draft_offsets = mem.Upload(host_in.draft_offsets, b + 1);
+  in.draft_tokens = mem.Upload(host_in.draft_tokens, total);
+  in.target_tokens = mem.Upload(host_in.target_tokens, total + b);
+  in.draft_kv = mem.Upload(host_in.draft_kv, total * o.row_bytes);
+  batch.params.parent_indices = mem.Upload(w->parent_indices.data(), total);
+  GreedyBatchOutput& out = batch.params.output;
+  out.accepted_lengths = mem.Alloc<int32_t>(b);
+  out.next_tokens = mem.Alloc<int32_t>(b);
+  out.mismatch = mem.Alloc<uint8_t>(b);
+  out.packed_row_offsets = mem.Alloc<int32_t>(b + 1);
+  out.packed_kv = mem.Alloc<std::byte>(total * o.row_bytes);
+  batch.params.accepted_nodes = mem.Alloc<int32_t>(total);
+  batch.total_nodes = total;
+  const std::vector<std::byte*> destinations(b, out.packed_kv);
+  // Past the batch: no tree there ever publishes its look-back word.
+  const std::vector<int32_t> origins(b, b + 7);
+  batch.params.row_destinations = {mem.Upload(destinations.data(), b), mem.Upload(origins.data(), b), 16};
+  ASSERT_EQ(LaunchTreeGreedyVerifyPack(batch, scratch_.view, stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  EXPECT_EQ(mem.Download(out.accepted_lengths, b), cpu.accepted_lengths);
+  EXPECT_EQ(mem.Download(out.packed_row_offsets, b + 1), cpu.packed_row_offsets);
+}
+
 // --- Sampled ------------------------------------------------------------------------
 
 struct SampledRun {
