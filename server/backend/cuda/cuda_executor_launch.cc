@@ -2,7 +2,9 @@
 // kernels on the slot's stream and the copies back (cuda_executor.h says
 // the pipeline; cuda_executor.cc has the rest of the class).
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -35,6 +37,17 @@ void PointAtDeviceDistributions(const Batch& batch, std::byte* sdev, const Stagi
     in->draft_values = draft ? sdev + sl.draft_values : nullptr;
   }
   in->sequences = reinterpret_cast<const SequenceSamplingParams*>(sdev + sl.sequences);
+}
+
+// The widest access, up to 16 bytes, that every address allows: the
+// alignment the tree pack may assume of rows in the workers' regions.
+template <typename Byte>
+int32_t CommonAlignment(std::span<Byte* const> addresses) {
+  int32_t alignment = 16;
+  for (Byte* address : addresses) {
+    while (reinterpret_cast<uintptr_t>(address) % alignment != 0) alignment /= 2;
+  }
+  return alignment;
 }
 
 }  // namespace
@@ -248,9 +261,7 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
   int32_t kv_source_alignment = 16;
   if (row_bytes > 0 && batch.shape.kv_from_regions) {
     kv_sources = reinterpret_cast<const std::byte* const*>(dev + il.kv_sources);
-    for (const std::byte* source : batch.regions.kv_sources) {
-      while (reinterpret_cast<uintptr_t>(source) % kv_source_alignment != 0) kv_source_alignment /= 2;
-    }
+    kv_source_alignment = CommonAlignment<const std::byte>(batch.regions.kv_sources);
   }
   // KV_RETURN_REGION requests take their rows straight from the pack, into
   // their outputs after their earlier trees' rows, not through the arena
@@ -264,12 +275,7 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     PlanAcceptedRowDestinations(batch, destinations, origins);
     row_destinations.destinations = reinterpret_cast<std::byte* const*>(dev + il.copy_destinations);
     row_destinations.origins = i32(dev, il.copy_origins);
-    row_destinations.alignment = 16;
-    for (const std::byte* destination : destinations) {
-      while (reinterpret_cast<uintptr_t>(destination) % row_destinations.alignment != 0) {
-        row_destinations.alignment /= 2;
-      }
-    }
+    row_destinations.alignment = CommonAlignment<std::byte>(destinations);
     SV_RETURN_IF_ERROR(ValidateTreeRowDestinations(
         TreeRowDestinations{destinations.data(), origins.data(), row_destinations.alignment}, b,
         /*origins_readable=*/true));
@@ -333,9 +339,8 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     pack.row_destinations = row_destinations;
     SV_CUDA_RETURN_IF_ERROR(LaunchTreePack(pack, slot.tree_scratch.view, slot.stream));
   }
-  if (row_destinations.destinations == nullptr) {
-    SV_RETURN_IF_ERROR(DeliverRegionRows(work, dev, out.packed_row_offsets));
-  }
+  // No delivery: the edge takes KV_RETURN_REGION only with KV rows, so a
+  // tree batch with such requests always has row destinations.
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));
   // The packed size is known on the device only: the upper bound comes back.
   return CopyBack(work, il.draft_kv, rl.total, rows * row_bytes);

@@ -86,6 +86,26 @@ class RegionServerTest : public testing::DeviceServerTest {
     return absl::OkStatus();
   }
 
+  // A request of a one-batch-of-every-return test: its inputs moved into
+  // `writer`'s region (its output there too when `into_region`), or, with
+  // inputs inline, only an output allocated there when `into_region`; the
+  // output's bytes poisoned with 0xA5, which WithRowsInline checks past the
+  // rows.
+  static absl::Status PlaceInRegion(RegionWriter& writer, const std::string& region, SharedMemoryRegion& shm,
+                                    int64_t row_bytes, bool inputs_in_region, bool into_region,
+                                    v1::VerifyRequest* request) {
+    if (inputs_in_region) {
+      if (absl::Status s = writer.MoveInputsToRegion(request, into_region); !s.ok()) return s;
+    } else if (into_region) {
+      if (absl::Status s = AnswerIntoRegion(writer, region, row_bytes, request); !s.ok()) return s;
+    }
+    if (into_region) {
+      const v1::TensorRef& out = request->kv_output();
+      std::memset(shm.data() + out.offset_bytes(), 0xA5, out.shape(0) * row_bytes);
+    }
+    return absl::OkStatus();
+  }
+
   // Sends the requests at once from threads of their own (a batch forms
   // when all are in, given preferred_batch_sequences and a long delay).
   std::vector<absl::StatusOr<v1::VerifyResponse>> VerifyTogether(const std::vector<v1::VerifyRequest>& requests) {
@@ -297,15 +317,7 @@ TEST_P(RegionServerTest, OneBatchOfEveryReturnGivesEachRequestItsOwnRows) {
       o.kv_return = returns[r] == v1::KV_RETURN_REGION ? v1::KV_RETURN_INLINE : returns[r];
       v1::VerifyRequest request = *BuildGreedyRequest(w, o);
       const bool into_region = returns[r] == v1::KV_RETURN_REGION;
-      if (kv_in_region) {
-        ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
-      } else if (into_region) {
-        ASSERT_THAT(AnswerIntoRegion(writer, name, kRowBytes, &request), IsOk());
-      }
-      if (into_region) {
-        const v1::TensorRef& out = request.kv_output();
-        std::memset(shm->data() + out.offset_bytes(), 0xA5, out.shape(0) * kRowBytes);
-      }
+      ASSERT_THAT(PlaceInRegion(writer, name, *shm, kRowBytes, kv_in_region, into_region, &request), IsOk());
       requests.push_back(std::move(request));
     }
     const std::vector<absl::StatusOr<v1::VerifyResponse>> responses = VerifyTogether(requests);
@@ -425,19 +437,11 @@ TEST_P(RegionServerTest, SampledBatchOfEveryReturnGivesEachRequestItsOwnRows) {
       ASSERT_THAT(client::ExpectedRequestStatus(w, r, expected), IsOk());
       v1::VerifyRequest request = *client::BuildSampledRequest(w, r, settings);
       const bool into_region = returns[r] == v1::KV_RETURN_REGION;
+      ASSERT_THAT(PlaceInRegion(writer, name, *shm, kRowBytes, in_region, into_region, &request), IsOk());
       if (in_region) {
-        ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
         ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
-      } else if (into_region) {
-        ASSERT_THAT(AnswerIntoRegion(writer, name, kRowBytes, &request), IsOk());
       }
-      if (into_region) {
-        request.set_kv_return(v1::KV_RETURN_REGION);
-        const v1::TensorRef& out = request.kv_output();
-        std::memset(shm->data() + out.offset_bytes(), 0xA5, out.shape(0) * kRowBytes);
-      } else {
-        request.set_kv_return(returns[r]);
-      }
+      request.set_kv_return(into_region ? v1::KV_RETURN_REGION : returns[r]);
       requests.push_back(std::move(request));
     }
     const std::vector<absl::StatusOr<v1::VerifyResponse>> responses = VerifyTogether(requests);
@@ -636,16 +640,10 @@ TEST_P(RegionServerTest, TreeBatchOfEveryReturnGivesEachRequestItsOwnRows) {
         } else {
           request = *client::BuildTreeGreedyRequest(greedy, r * kPerRequest, kPerRequest, sent);
         }
+        ASSERT_THAT(PlaceInRegion(writer, name, *shm, kRowBytes, in_region, into_region, &request), IsOk());
         if (in_region) {
-          ASSERT_THAT(writer.MoveInputsToRegion(&request, into_region), IsOk());
-          ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
-        } else if (into_region) {
-          ASSERT_THAT(AnswerIntoRegion(writer, name, kRowBytes, &request), IsOk());
-        }
-        if (into_region) {
-          const v1::TensorRef& out = request.kv_output();
-          std::memset(shm->data() + out.offset_bytes(), 0xA5, out.shape(0) * kRowBytes);
-        }
+        ASSERT_TRUE(request.sequences(0).has_draft_kv_ref());
+      }
         requests.push_back(std::move(request));
       }
       const std::vector<absl::StatusOr<v1::VerifyResponse>> responses = VerifyTogether(requests);
