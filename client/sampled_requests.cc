@@ -38,6 +38,19 @@ std::byte SyntheticKvByte(int32_t sequence, int32_t position, int64_t k) {
   return static_cast<std::byte>((x >> 29) ^ (x >> 47));
 }
 
+void SetSyntheticDraftKv(int32_t sequence, int32_t rows, int64_t row_bytes, v1::Tensor* kv) {
+  kv->set_dtype(v1::DATA_TYPE_UINT8);
+  kv->add_shape(rows);
+  kv->add_shape(row_bytes);
+  std::string* data = kv->mutable_data();
+  data->resize(static_cast<size_t>(rows * row_bytes));
+  for (int32_t j = 0; j < rows; ++j) {
+    for (int64_t k = 0; k < row_bytes; ++k) {
+      (*data)[j * row_bytes + k] = static_cast<char>(SyntheticKvByte(sequence, j, k));
+    }
+  }
+}
+
 RejectionHostOutputs SampledReference(const SamplingWorkload& workload,
                                       const SampledRequestSettings& settings) {
   if (settings.method == SampleMethod::kExact && !settings.validate_full_rows) {
@@ -118,20 +131,7 @@ absl::StatusOr<v1::VerifyRequest> BuildSampledRequest(const SamplingWorkload& w,
       st->set_sigmoid_beta(settings.sigmoid_beta);
     }
     st->set_validate_full_rows(settings.validate_full_rows);
-    if (settings.kv_row_bytes > 0) {
-      v1::Tensor* kv = seq->mutable_draft_kv();
-      kv->set_dtype(v1::DATA_TYPE_UINT8);
-      kv->add_shape(gamma);
-      kv->add_shape(settings.kv_row_bytes);
-      std::string* data = kv->mutable_data();
-      data->resize(static_cast<size_t>(gamma * settings.kv_row_bytes));
-      for (int32_t j = 0; j < gamma; ++j) {
-        for (int64_t k = 0; k < settings.kv_row_bytes; ++k) {
-          (*data)[j * settings.kv_row_bytes + k] =
-              static_cast<char>(SyntheticKvByte(i, j, k));
-        }
-      }
-    }
+    if (settings.kv_row_bytes > 0) SetSyntheticDraftKv(i, gamma, settings.kv_row_bytes, seq->mutable_draft_kv());
   }
   return out;
 }

@@ -47,6 +47,10 @@ RejectionHostOutputs SampledReference(const SamplingWorkload& workload,
 // Byte `k` of the KV row of (sequence, position).
 std::byte SyntheticKvByte(int32_t sequence, int32_t position, int64_t k);
 
+// `kv` as the UINT8 [rows, row_bytes] draft KV of `sequence`: row j byte k
+// is SyntheticKvByte(sequence, j, k) (chain positions and tree nodes alike).
+void SetSyntheticDraftKv(int32_t sequence, int32_t rows, int64_t row_bytes, v1::Tensor* kv);
+
 v1::DataType ToProtoDtype(SampleDtype dtype);
 // The wire kind of a row kind (DISTRIBUTION_KIND_PROBABILITIES, _LOGITS, _LOG_PROBABILITIES).
 v1::DistributionKind ToProtoKind(SampleValueKind kind);

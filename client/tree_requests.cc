@@ -136,19 +136,7 @@ absl::StatusOr<v1::VerifyRequest> BuildTreeSampledRequest(const TreeSampledWorkl
       dv->set_data(reinterpret_cast<const char*>(w.draft_values.data() + int64_t{begin} * row),
                    static_cast<size_t>(nodes * row));
     }
-    if (kv_row_bytes > 0) {
-      v1::Tensor* kv = seq->mutable_draft_kv();
-      kv->set_dtype(v1::DATA_TYPE_UINT8);
-      kv->add_shape(nodes);
-      kv->add_shape(kv_row_bytes);
-      std::string* data = kv->mutable_data();
-      data->resize(static_cast<size_t>(nodes * kv_row_bytes));
-      for (int32_t j = 0; j < nodes; ++j) {
-        for (int64_t k = 0; k < kv_row_bytes; ++k) {
-          (*data)[j * kv_row_bytes + k] = static_cast<char>(SyntheticKvByte(i, j, k));
-        }
-      }
-    }
+    if (kv_row_bytes > 0) SetSyntheticDraftKv(i, nodes, kv_row_bytes, seq->mutable_draft_kv());
   }
   return request;
 }
