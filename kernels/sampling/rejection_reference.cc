@@ -5,7 +5,14 @@
 #include <vector>
 
 #include "kernels/sampling/philox.h"
+#include "kernels/sampling/reference_rows.h"
 #include "kernels/sampling/rejection_core.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define SV_FMA_CLONES __attribute__((target_clones("fma", "default")))
+#else
+#define SV_FMA_CLONES
+#endif
 
 namespace specverify {
 namespace {
@@ -24,12 +31,10 @@ struct SequenceView {
   int64_t draft_row0;
   const SequenceSamplingParams& seq;
 
-  float Target(int32_t j, int32_t x) const {
-    return rejection::LoadValue(SampledRowAddress(in, false, target_row0 + j), in.dtype, x);
-  }
-  float Draft(int32_t j, int32_t x) const {
-    return rejection::LoadValue(SampledRowAddress(in, true, draft_row0 + j), in.dtype, x);
-  }
+  const void* TargetRow(int32_t j) const { return SampledRowAddress(in, false, target_row0 + j); }
+  const void* DraftRow(int32_t j) const { return SampledRowAddress(in, true, draft_row0 + j); }
+  float Target(int32_t j, int32_t x) const { return rejection::LoadValue(TargetRow(j), in.dtype, x); }
+  float Draft(int32_t j, int32_t x) const { return rejection::LoadValue(DraftRow(j), in.dtype, x); }
 };
 
 struct Outcome {
@@ -40,43 +45,19 @@ struct Outcome {
 };
 
 // First invalid element of a row, or -1.
-int32_t FirstInvalid(const RejectionBatchInput& in, const std::function<float(int32_t)>& load) {
-  for (int32_t x = 0; x < in.vocab_size; ++x) {
-    if (!rejection::ValueIsValid(in.kind, load(x))) return x;
-  }
-  return -1;
-}
-
-// A chunk's sum in the fixed lane order of rejection_core.h: float within a
-// lane, double across lanes.
-template <typename F>
-double ChunkSumFixedOrder(int32_t begin, int32_t end, F contribution) {
-  constexpr int32_t kRounds = rejection::kNormalizerChunk / (rejection::kChunkLanes * rejection::kLaneWidth);
-  float lane_sums[rejection::kChunkLanes] = {};
-  for (int32_t r = 0; r < kRounds; ++r) {
-    for (int32_t lane = 0; lane < rejection::kChunkLanes; ++lane) {
-      for (int32_t i = 0; i < rejection::kLaneWidth; ++i) {
-        const int32_t e = begin + (r * rejection::kChunkLanes + lane) * rejection::kLaneWidth + i;
-        if (e < end) lane_sums[lane] = detmath::Add(lane_sums[lane], contribution(e));
-      }
-    }
-  }
-  double lanes[rejection::kChunkLanes];
-  for (int32_t t = 0; t < rejection::kChunkLanes; ++t) lanes[t] = static_cast<double>(lane_sums[t]);
-  for (int32_t stride = rejection::kChunkLanes / 2; stride > 0; stride /= 2) {
-    for (int32_t t = 0; t < stride; ++t) lanes[t] = detmath::AddD(lanes[t], lanes[t + stride]);
-  }
-  return lanes[0];
+int32_t FirstInvalid(const RejectionBatchInput& in, const void* row) {
+  return reference_rows::FirstInvalidElement(row, in.dtype, in.kind, in.vocab_size);
 }
 
 // Full-row check of a probability (log-probability) row: the mass, sum of p
 // (of ExpDet(v)), with chunk sums in the fixed order and chunks in increasing
 // order (as the GPU's check pass).
-bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const std::function<float(int32_t)>& load) {
+bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const void* row) {
   double sum = 0.0;
+  const auto load = [&](int32_t x) { return rejection::LoadValue(row, in.dtype, x); };
   for (int32_t begin = 0; begin < in.vocab_size; begin += rejection::kNormalizerChunk) {
     const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
-    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) {
+    sum = detmath::AddD(sum, reference_rows::ChunkSumFixedOrder(begin, end, [&](int32_t x) {
                           return rejection::RowMassOf(in.kind, load(x));
                         }));
   }
@@ -84,23 +65,13 @@ bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const std::function<f
 }
 
 // Unfiltered softmax normalizer of one logits row, chunk by chunk as the GPU.
-RowNormalizer Normalize(const RejectionBatchInput& in, const std::function<float(int32_t)>& load,
-                        float inv_t, std::vector<ChunkStats>& chunks) {
+RowNormalizer Normalize(const RejectionBatchInput& in, const void* row, float inv_t, std::vector<ChunkStats>& chunks) {
   const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
   chunks.resize(num_chunks);
   for (int32_t c = 0; c < num_chunks; ++c) {
     const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
-    ChunkStats s{load(begin), begin, 0.0};
-    for (int32_t x = begin + 1; x < end; ++x) {
-      const float z = load(x);
-      if (z > s.max) {
-        s.max = z;
-        s.argmax = x;
-      }
-    }
-    s.sum = ChunkSumFixedOrder(begin, end, [&](int32_t x) { return rejection::LogitWeight(load(x), s.max, inv_t); });
-    chunks[c] = s;
+    chunks[c] = reference_rows::LogitChunkStats(row, in.dtype, begin, end, inv_t);
   }
   return rejection::CombineChunks(chunks.data(), num_chunks, inv_t);
 }
@@ -110,8 +81,9 @@ RowNormalizer Normalize(const RejectionBatchInput& in, const std::function<float
 // logit value iff the mass of strictly larger kept logits is < top_p of the
 // kept mass (masses in TopPMassUnits). Recomputes the normalizer over the
 // kept tokens.
-void Filter(const RejectionBatchInput& in, const std::function<float(int32_t)>& load,
-            const SequenceSamplingParams& s, float inv_t, RowNormalizer& norm) {
+void Filter(const RejectionBatchInput& in, const void* row, const SequenceSamplingParams& s, float inv_t,
+            RowNormalizer& norm) {
+  const auto load = [&](int32_t x) { return rejection::LoadValue(row, in.dtype, x); };
   std::vector<float> sorted(in.vocab_size);
   for (int32_t x = 0; x < in.vocab_size; ++x) sorted[x] = load(x);
   std::sort(sorted.begin(), sorted.end(), std::greater<float>());
@@ -143,13 +115,38 @@ void Filter(const RejectionBatchInput& in, const std::function<float(int32_t)>& 
   double sum = 0.0;
   for (int32_t begin = 0; begin < in.vocab_size; begin += rejection::kNormalizerChunk) {
     const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
-    sum = detmath::AddD(sum, ChunkSumFixedOrder(begin, end, [&](int32_t x) {
+    sum = detmath::AddD(sum, reference_rows::ChunkSumFixedOrder(begin, end, [&](int32_t x) {
                           const float z = load(x);
                           return z >= threshold ? rejection::LogitWeight(z, norm.max, inv_t) : 0.0f;
                         }));
   }
   norm.threshold = threshold;
   norm.sum = static_cast<float>(sum);
+}
+
+// The race over row k (docs/SAMPLING.md): every element's exponential
+// against its residual and its target weight. Compiled twice on x86-64, for
+// CPUs with FMA and without: the weights' fused multiply-adds are then one
+// instruction instead of a call to libm's fmaf (the same correctly rounded
+// result either way).
+SV_FMA_CLONES void RaceOverRow(const SequenceView& v, int32_t k, const RowProbability& target_rp,
+                               const RowProbability& draft_rp, RaceCandidate& best_residual,
+                               RaceCandidate& best_target) {
+  const RejectionBatchInput& in = v.in;
+  const bool residual = k < v.gamma;
+  const auto seq_index = static_cast<uint32_t>(v.seq.sequence_index);
+  Philox4x32 bits{};
+  for (int32_t x = 0; x < in.vocab_size; ++x) {
+    if (x % 4 == 0) bits = RaceBits(v.seq.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(x / 4));
+    const float e = RaceExponential(bits.v[x % 4]);
+    const float p = rejection::ProbabilityOf(target_rp, v.Target(k, x));
+    if (residual) {
+      const float q = in.has_draft_probs ? rejection::ProbabilityOf(draft_rp, v.Draft(k, x))
+                                         : (x == v.draft[k] ? 1.0f : 0.0f);
+      rejection::RaceOffer(best_residual, e, rejection::ResidualWeight(p, q), x);
+    }
+    rejection::RaceOffer(best_target, e, p, x);
+  }
 }
 
 Outcome SampleSequence(const SequenceView& v) {
@@ -168,8 +165,8 @@ Outcome SampleSequence(const SequenceView& v) {
     if (v.draft[j] < 0 || v.draft[j] >= in.vocab_size) return fail(kRejectionDraftTokenOutOfRange, j);
   }
   const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
-  const auto target_row = [&v](int32_t j) { return [&v, j](int32_t x) { return v.Target(j, x); }; };
-  const auto draft_row = [&v](int32_t j) { return [&v, j](int32_t x) { return v.Draft(j, x); }; };
+  const auto target_row = [&v](int32_t j) { return v.TargetRow(j); };
+  const auto draft_row = [&v](int32_t j) { return v.DraftRow(j); };
 
   // The elements every path reads before deciding acceptance.
   for (int32_t j = 0; j < v.gamma || (logits_exact && j == v.gamma); ++j) {
@@ -252,18 +249,7 @@ Outcome SampleSequence(const SequenceView& v) {
   }
   RaceCandidate best_residual = rejection::NoCandidate();
   RaceCandidate best_target = rejection::NoCandidate();
-  Philox4x32 bits{};
-  for (int32_t x = 0; x < in.vocab_size; ++x) {
-    if (x % 4 == 0) bits = RaceBits(s.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(x / 4));
-    const float e = RaceExponential(bits.v[x % 4]);
-    const float p = rejection::ProbabilityOf(target_rp, v.Target(k, x));
-    if (residual) {
-      const float q = in.has_draft_probs ? rejection::ProbabilityOf(draft_rp, v.Draft(k, x))
-                                         : (x == v.draft[k] ? 1.0f : 0.0f);
-      rejection::RaceOffer(best_residual, e, rejection::ResidualWeight(p, q), x);
-    }
-    rejection::RaceOffer(best_target, e, p, x);
-  }
+  RaceOverRow(v, k, target_rp, draft_rp, best_residual, best_target);
   // A residual that sums to zero (p_k <= q_k everywhere: only possible when the
   // rows are not normalized alike or through rounding) falls back to p_k.
   const RaceCandidate& winner = best_residual.token >= 0 ? best_residual : best_target;

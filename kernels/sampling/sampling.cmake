@@ -2,6 +2,7 @@
 # and (with CUDA) the kernels. Included OPTIONAL by kernels/CMakeLists.txt.
 
 add_library(specverify_sampling_cpu
+  sampling/reference_rows.cc
   sampling/rejection_reference.cc
   sampling/rejection_validate.cc
 )

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/sampling/philox.h"
+#include "kernels/sampling/reference_rows.h"
 #include "kernels/sampling/rejection_core.h"
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/tree/tree_core.h"
@@ -108,29 +109,6 @@ struct Residual {
   }
 };
 
-// A chunk's sum in the fixed lane order of rejection_core.h (the order one
-// CUDA block of kChunkLanes threads reproduces): float within a lane, the
-// lane sums folded pairwise in double.
-template <typename F>
-double ChunkSumFixedOrder(int32_t begin, int32_t end, F contribution) {
-  constexpr int32_t kRounds = rejection::kNormalizerChunk / (rejection::kChunkLanes * rejection::kLaneWidth);
-  float lane_sums[rejection::kChunkLanes] = {};
-  for (int32_t r = 0; r < kRounds; ++r) {
-    for (int32_t lane = 0; lane < rejection::kChunkLanes; ++lane) {
-      for (int32_t i = 0; i < rejection::kLaneWidth; ++i) {
-        const int32_t e = begin + (r * rejection::kChunkLanes + lane) * rejection::kLaneWidth + i;
-        if (e < end) lane_sums[lane] = detmath::Add(lane_sums[lane], contribution(e));
-      }
-    }
-  }
-  double lanes[rejection::kChunkLanes];
-  for (int32_t t = 0; t < rejection::kChunkLanes; ++t) lanes[t] = static_cast<double>(lane_sums[t]);
-  for (int32_t stride = rejection::kChunkLanes / 2; stride > 0; stride /= 2) {
-    for (int32_t t = 0; t < stride; ++t) lanes[t] = detmath::AddD(lanes[t], lanes[t + stride]);
-  }
-  return lanes[0];
-}
-
 // Checks every element of the target row `row` and of the draft rows of the
 // rejected children (in rejection order): what a pass over V reads. Returns
 // false and sets the failure (target first, then drafts in order).
@@ -214,7 +192,7 @@ SampleOutcome SampleTree(const TreeView& t, int32_t* path) {
         double z = 0.0;
         for (int32_t begin = 0; begin < in.vocab_size; begin += rejection::kNormalizerChunk) {
           const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
-          z = detmath::AddD(z, ChunkSumFixedOrder(begin, end, [&](int32_t y) {
+          z = detmath::AddD(z, reference_rows::ChunkSumFixedOrder(begin, end, [&](int32_t y) {
                               return res.At(t, y, t.Target(row, y));
                             }));
         }
