@@ -1,3 +1,8 @@
+# The CPU reference's time per batch (the CPU backend's sampler): builds everywhere.
+add_executable(reference_bench ${CMAKE_CURRENT_LIST_DIR}/reference_bench.cc)
+target_include_directories(reference_bench PRIVATE ${PROJECT_SOURCE_DIR})
+target_link_libraries(reference_bench PRIVATE specverify_sampling_workload)
+
 # Rejection-sampling benchmark (issue #8): plain main with CUDA events.
 # Builds wherever nvcc is; without a GPU it prints a skip message and exits 0.
 if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_sampling_cuda)
