@@ -1,7 +1,10 @@
 #include "kernels/sampling/rejection_reference.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <vector>
 
 #include "kernels/sampling/philox.h"
@@ -124,22 +127,66 @@ void Filter(const RejectionBatchInput& in, const void* row, const SequenceSampli
   norm.sum = static_cast<float>(sum);
 }
 
+// A lower bound on an element's key in both races from its uniform and its
+// value alone, with no logarithm and no exp (exact methods). E = -LogDet(u)
+// >= 1 - u (within LogDet's 2 ulp), and the residual's weight Sub(p, q) is at
+// most p, so either key E / w is at least (1 - u) / p_up for any p_up >= p:
+// probabilities: p itself; log-probabilities: ExpDet(v) <= 2^(floor(v log2 e)
+// + 2) (one more than needed, for the rounding of v log2 e); logits: Exp2Det(t)
+// / Z <= 2^(floor(t) + 1) / Z, t the very exponent LogitWeight computes.
+// Less the 0.1% margin the GPU's bounds keep (for the ulps of LogDet, the
+// exps and the divisions). +inf where p is 0: the element enters neither race.
+double RaceKeyLowerBound(uint32_t bits, float value, const RowProbability& target, float logit_scale) {
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  const double e_low = (1.0 - static_cast<double>(UniformOpenFloat(bits))) * 0.999;
+  // 2^k for k in [-1, 1000].
+  const auto two_to = [](double k) { return std::bit_cast<double>(static_cast<uint64_t>(k + 1023.0) << 52); };
+  switch (target.kind) {
+    case SampleValueKind::kProbabilities:
+      return value > 0.0f ? e_low / static_cast<double>(value) : kNever;
+    case SampleValueKind::kLogProbabilities: {
+      if (!(value > -103.5f)) return kNever;  // ExpDet is 0
+      const double k = -std::floor(static_cast<double>(value) * 1.4426950408889634) - 2.0;
+      return k < -1.0 ? 0.0 : e_low * two_to(std::min(k, 1000.0));
+    }
+    case SampleValueKind::kLogits: {
+      if (value < target.norm.threshold) return kNever;  // filtered out
+      const float t = detmath::Mul(detmath::Sub(value, target.norm.max), logit_scale);
+      const double k = -std::floor(static_cast<double>(t)) - 1.0;  // t <= 0: k >= -1
+      if (!(k <= 1000.0)) return kNever;                          // t = -inf: Exp2Det is 0
+      return e_low * static_cast<double>(target.norm.sum) * two_to(k);
+    }
+  }
+  return 0.0;
+}
+
 // The race over row k (docs/SAMPLING.md): every element's exponential
 // against its residual and its target weight. Compiled twice on x86-64, for
 // CPUs with FMA and without: the weights' fused multiply-adds are then one
 // instruction instead of a call to libm's fmaf (the same correctly rounded
-// result either way).
+// result either way). With the exact method, an element whose key bound
+// (RaceKeyLowerBound) exceeds both races' best keys cannot win either race
+// (a later token also loses a tie), so its logarithm and exact weights are
+// skipped, as the GPU's sweep skips hopeless elements: the outcome is the
+// full race's.
 SV_FMA_CLONES void RaceOverRow(const SequenceView& v, int32_t k, const RowProbability& target_rp,
                                const RowProbability& draft_rp, RaceCandidate& best_residual,
                                RaceCandidate& best_target) {
   const RejectionBatchInput& in = v.in;
   const bool residual = k < v.gamma;
+  const bool prune = target_rp.method == SampleMethod::kExact;
+  const float logit_scale = rejection::LogitScale(target_rp.inv_t);
   const auto seq_index = static_cast<uint32_t>(v.seq.sequence_index);
   Philox4x32 bits{};
   for (int32_t x = 0; x < in.vocab_size; ++x) {
     if (x % 4 == 0) bits = RaceBits(v.seq.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(x / 4));
+    const float value = v.Target(k, x);
+    if (prune && best_target.token >= 0 && (!residual || best_residual.token >= 0)) {
+      const float best = residual ? std::max(best_target.key, best_residual.key) : best_target.key;
+      if (RaceKeyLowerBound(bits.v[x % 4], value, target_rp, logit_scale) > static_cast<double>(best)) continue;
+    }
     const float e = RaceExponential(bits.v[x % 4]);
-    const float p = rejection::ProbabilityOf(target_rp, v.Target(k, x));
+    const float p = rejection::ProbabilityOf(target_rp, value);
     if (residual) {
       const float q = in.has_draft_probs ? rejection::ProbabilityOf(draft_rp, v.Draft(k, x))
                                          : (x == v.draft[k] ? 1.0f : 0.0f);
