@@ -130,34 +130,41 @@ void Filter(const RejectionBatchInput& in, const void* row, const SequenceSampli
 // A lower bound on an element's key in both races from its uniform and its
 // value alone, with no logarithm and no exp (exact methods). E = -LogDet(u)
 // >= 1 - u (within LogDet's 2 ulp), and the residual's weight Sub(p, q) is at
-// most p, so either key E / w is at least (1 - u) / p_up for any p_up >= p:
-// probabilities: p itself; log-probabilities: ExpDet(v) <= 2^(floor(v log2 e)
-// + 2) (one more than needed, for the rounding of v log2 e); logits: Exp2Det(t)
-// / Z <= 2^(floor(t) + 1) / Z, t the very exponent LogitWeight computes.
-// Less the 0.1% margin the GPU's bounds keep (for the ulps of LogDet, the
-// exps and the divisions). +inf where p is 0: the element enters neither race.
+// most p, so either key E / w is at least (1 - u) / p_up for any p_up at or
+// above the computed p: probabilities: p itself; log-probabilities:
+// ExpDet(v) <= 2^(floor(v log2 e) + 2) (one more than needed, for the
+// rounding of v log2 e); logits: Exp2Det(t) / Z <= 2^(floor(t) + 1) / Z, t
+// the very exponent LogitWeight computes. The relative errors of LogDet, the
+// exps and the divisions are inside the 0.1% margin the GPU's bounds keep;
+// their absolute error where p is subnormal inside the 2^-148 added to p_up.
+// +inf where p is 0 (the element enters neither race); 0 (no bound) where p
+// may be +inf (log-probabilities from 88.72 on).
 double RaceKeyLowerBound(uint32_t bits, float value, const RowProbability& target, float logit_scale) {
   constexpr double kNever = std::numeric_limits<double>::infinity();
-  const double e_low = (1.0 - static_cast<double>(UniformOpenFloat(bits))) * 0.999;
-  // 2^k for k in [-1, 1000].
-  const auto two_to = [](double k) { return std::bit_cast<double>(static_cast<uint64_t>(k + 1023.0) << 52); };
+  constexpr double kSubnormalError = 0x1p-148;
+  // 2^e for an integer e in [-1022, 1023].
+  const auto two_to = [](double e) { return std::bit_cast<double>(static_cast<uint64_t>(e + 1023.0) << 52); };
+  double p_up = 0.0;
   switch (target.kind) {
     case SampleValueKind::kProbabilities:
-      return value > 0.0f ? e_low / static_cast<double>(value) : kNever;
+      if (!(value > 0.0f)) return kNever;
+      p_up = static_cast<double>(value);
+      break;
     case SampleValueKind::kLogProbabilities: {
       if (!(value > -103.5f)) return kNever;  // ExpDet is 0
-      const double k = -std::floor(static_cast<double>(value) * 1.4426950408889634) - 2.0;
-      return k < -1.0 ? 0.0 : e_low * two_to(std::min(k, 1000.0));
+      if (!(value < 88.0f)) return 0.0;
+      p_up = two_to(std::floor(static_cast<double>(value) * 1.4426950408889634) + 2.0) + kSubnormalError;
+      break;
     }
     case SampleValueKind::kLogits: {
       if (value < target.norm.threshold) return kNever;  // filtered out
-      const float t = detmath::Mul(detmath::Sub(value, target.norm.max), logit_scale);
-      const double k = -std::floor(static_cast<double>(t)) - 1.0;  // t <= 0: k >= -1
-      if (!(k <= 1000.0)) return kNever;                          // t = -inf: Exp2Det is 0
-      return e_low * static_cast<double>(target.norm.sum) * two_to(k);
+      const float t = detmath::Mul(detmath::Sub(value, target.norm.max), logit_scale);  // <= 0
+      if (!(t > -1000.0f)) return kNever;  // Exp2Det is 0 from -152 on
+      p_up = two_to(std::floor(static_cast<double>(t)) + 1.0) / static_cast<double>(target.norm.sum) + kSubnormalError;
+      break;
     }
   }
-  return 0.0;
+  return (1.0 - static_cast<double>(UniformOpenFloat(bits))) * 0.999 / p_up;
 }
 
 // The race over row k (docs/SAMPLING.md): every element's exponential
@@ -182,8 +189,13 @@ SV_FMA_CLONES void RaceOverRow(const SequenceView& v, int32_t k, const RowProbab
     if (x % 4 == 0) bits = RaceBits(v.seq.seed, seq_index, static_cast<uint32_t>(k), static_cast<uint32_t>(x / 4));
     const float value = v.Target(k, x);
     if (prune && best_target.token >= 0 && (!residual || best_residual.token >= 0)) {
+      // Keys from 2^-100 on are normal floats: the bound's relative margin
+      // covers their rounding.
       const float best = residual ? std::max(best_target.key, best_residual.key) : best_target.key;
-      if (RaceKeyLowerBound(bits.v[x % 4], value, target_rp, logit_scale) > static_cast<double>(best)) continue;
+      if (best >= 0x1p-100f &&
+          RaceKeyLowerBound(bits.v[x % 4], value, target_rp, logit_scale) > static_cast<double>(best)) {
+        continue;
+      }
     }
     const float e = RaceExponential(bits.v[x % 4]);
     const float p = rejection::ProbabilityOf(target_rp, value);
