@@ -165,14 +165,27 @@ bool CpuHasAvx2Fma() { return false; }
 
 #endif
 
-ChunkStats LogitChunkStatsOn(const void* row, SampleDtype dtype, int32_t begin, int32_t end, float inv_t,
-                             bool vector_path) {
-  float buffer[kNormalizerChunk];
-  const int32_t count = end - begin;
-  const float* z = ValuesOf(row, dtype, begin, count, buffer);
+// The first offset in z[0, count) holding a value ValueIsValid(kind, .)
+// rejects, or -1: branch-free over the chunk (the common case: nothing
+// invalid), then the first offender.
+int32_t FirstInvalidOffset(const float* z, int32_t count, SampleValueKind kind) {
+  bool any_invalid = false;
+  for (int32_t o = 0; o < count; ++o) any_invalid |= !rejection::ValueIsValid(kind, z[o]);
+  if (!any_invalid) return -1;
+  for (int32_t o = 0; o < count; ++o) {
+    if (!rejection::ValueIsValid(kind, z[o])) return o;
+  }
+  return -1;
+}
+
+// LogitChunkStats of the chunk's values z[0, count) (the chunk at `begin`),
+// and whether every value is finite (a valid logit).
+ChunkStats ChunkStatsOfValues(const float* z, int32_t begin, int32_t count, float inv_t, bool vector_path,
+                              bool* all_finite) {
 #if defined(__x86_64__)
   if (vector_path && count == kNormalizerChunk) {
     const MaxMin m = ChunkMaxMinAvx2(z);
+    *all_finite = m.finite;
     if (m.finite) {
       ChunkStats s{m.max, begin + m.argmax, 0.0};
       // Every exponent (z - max) * scale is <= 0 and monotone in z: when the
@@ -183,13 +196,25 @@ ChunkStats LogitChunkStatsOn(const void* row, SampleDtype dtype, int32_t begin, 
                                                                           : WeightSumScalar(z, count, m.max, inv_t);
       return s;
     }
+  } else {
+    *all_finite = FirstInvalidOffset(z, count, SampleValueKind::kLogits) < 0;
   }
 #else
   (void)vector_path;
+  *all_finite = FirstInvalidOffset(z, count, SampleValueKind::kLogits) < 0;
 #endif
   ChunkStats s = FirstMaximum(z, begin, count);
   s.sum = WeightSumScalar(z, count, s.max, inv_t);
   return s;
+}
+
+ChunkStats LogitChunkStatsOn(const void* row, SampleDtype dtype, int32_t begin, int32_t end, float inv_t,
+                             bool vector_path) {
+  float buffer[kNormalizerChunk];
+  const int32_t count = end - begin;
+  bool all_finite = false;
+  return ChunkStatsOfValues(ValuesOf(row, dtype, begin, count, buffer), begin, count, inv_t, vector_path,
+                            &all_finite);
 }
 
 }  // namespace
@@ -207,15 +232,25 @@ int32_t FirstInvalidElement(const void* row, SampleDtype dtype, SampleValueKind 
   float buffer[kNormalizerChunk];
   for (int32_t begin = 0; begin < vocab_size; begin += kNormalizerChunk) {
     const int32_t count = std::min(kNormalizerChunk, vocab_size - begin);
-    const float* z = ValuesOf(row, dtype, begin, count, buffer);
-    // Branch-free over the chunk (the common case: nothing invalid), then
-    // the first offender.
-    bool any_invalid = false;
-    for (int32_t o = 0; o < count; ++o) any_invalid |= !rejection::ValueIsValid(kind, z[o]);
-    if (!any_invalid) continue;
-    for (int32_t o = 0; o < count; ++o) {
-      if (!rejection::ValueIsValid(kind, z[o])) return begin + o;
+    if (const int32_t o = FirstInvalidOffset(ValuesOf(row, dtype, begin, count, buffer), count, kind); o >= 0) {
+      return begin + o;
     }
+  }
+  return -1;
+}
+
+int32_t CheckedLogitRowStats(const void* row, SampleDtype dtype, int32_t vocab_size, float inv_t,
+                             std::vector<ChunkStats>& chunks) {
+  const bool vector_path = CpuHasAvx2Fma();
+  chunks.resize(rejection::NumChunks(vocab_size));
+  float buffer[kNormalizerChunk];
+  for (int32_t c = 0; c < static_cast<int32_t>(chunks.size()); ++c) {
+    const int32_t begin = c * kNormalizerChunk;
+    const int32_t count = std::min(kNormalizerChunk, vocab_size - begin);
+    const float* z = ValuesOf(row, dtype, begin, count, buffer);
+    bool all_finite = false;
+    chunks[c] = ChunkStatsOfValues(z, begin, count, inv_t, vector_path, &all_finite);
+    if (!all_finite) return begin + FirstInvalidOffset(z, count, SampleValueKind::kLogits);
   }
   return -1;
 }

@@ -14,6 +14,7 @@
 #define SPECVERIFY_KERNELS_SAMPLING_REFERENCE_ROWS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/sampling/rejection_core.h"
 #include "kernels/sampling/rejection_params.h"
@@ -52,6 +53,14 @@ int32_t FirstInvalidElement(const void* row, SampleDtype dtype, SampleValueKind 
 // LogitWeight(z, max, inv_t) over the chunk in the fixed lane order. For
 // finite values (the reference scans a row before it normalizes it).
 rejection::ChunkStats LogitChunkStats(const void* row, SampleDtype dtype, int32_t begin, int32_t end, float inv_t);
+
+// A logits row's check and chunk statistics in one pass over it: the index
+// of its first invalid (non-finite) value, or -1 with `chunks` holding
+// LogitChunkStats of every chunk (contents unspecified after an invalid
+// value). What FirstInvalidElement then LogitChunkStats chunk by chunk
+// compute, reading the row once.
+int32_t CheckedLogitRowStats(const void* row, SampleDtype dtype, int32_t vocab_size, float inv_t,
+                             std::vector<rejection::ChunkStats>& chunks);
 
 // Whether LogitChunkStats takes its eight-wide path on this CPU (x86-64 with
 // AVX2 and FMA), for tests that compare the two paths.

@@ -67,18 +67,6 @@ bool RowSumIsPositiveFinite(const RejectionBatchInput& in, const void* row) {
   return sum > 0.0 && sum <= 1.7976931348623157e308;
 }
 
-// Unfiltered softmax normalizer of one logits row, chunk by chunk as the GPU.
-RowNormalizer Normalize(const RejectionBatchInput& in, const void* row, float inv_t, std::vector<ChunkStats>& chunks) {
-  const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
-  chunks.resize(num_chunks);
-  for (int32_t c = 0; c < num_chunks; ++c) {
-    const int32_t begin = c * rejection::kNormalizerChunk;
-    const int32_t end = std::min(in.vocab_size, begin + rejection::kNormalizerChunk);
-    chunks[c] = reference_rows::LogitChunkStats(row, in.dtype, begin, end, inv_t);
-  }
-  return rejection::CombineChunks(chunks.data(), num_chunks, inv_t);
-}
-
 // Top-k then top-p (docs/SAMPLING.md): keeps z >= threshold, where top-k's
 // threshold is the k-th largest logit (ties kept) and top-p then keeps a
 // logit value iff the mass of strictly larger kept logits is < top_p of the
@@ -139,7 +127,7 @@ void Filter(const RejectionBatchInput& in, const void* row, const SequenceSampli
 // their absolute error where p is subnormal inside the 2^-148 added to p_up.
 // +inf where p is 0 (the element enters neither race); 0 (no bound) where p
 // may be +inf (log-probabilities from 88.72 on).
-double RaceKeyLowerBound(uint32_t bits, float value, const RowProbability& target, float logit_scale) {
+inline __attribute__((always_inline)) double RaceKeyLowerBound(uint32_t bits, float value, const RowProbability& target, float logit_scale) {
   constexpr double kNever = std::numeric_limits<double>::infinity();
   constexpr double kSubnormalError = 0x1p-148;
   // 2^e for an integer e in [-1022, 1023].
@@ -227,12 +215,32 @@ Outcome SampleSequence(const SequenceView& v) {
   const auto target_row = [&v](int32_t j) { return v.TargetRow(j); };
   const auto draft_row = [&v](int32_t j) { return v.DraftRow(j); };
 
-  // The elements every path reads before deciding acceptance.
+  const bool greedy = logits_exact && s.temperature == 0.0f;
+  const float inv_t = (in.kind == SampleValueKind::kLogits && !greedy)
+                          ? rejection::InverseTemperature(s.temperature)
+                          : 0.0f;
+  // The elements every path reads before deciding acceptance. Exact logits
+  // read whole rows, each checked and normalized in one pass over it (an
+  // invalid row's normalizer is never used), in the order the check reports
+  // them: target j, then draft j.
+  std::vector<RowNormalizer> target_norms, draft_norms;
+  std::vector<ChunkStats> chunks;
+  const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
   for (int32_t j = 0; j < v.gamma || (logits_exact && j == v.gamma); ++j) {
     if (logits_exact) {
-      if (FirstInvalid(in, target_row(j)) >= 0) return fail(kRejectionBadTargetValue, j);
-      if (in.has_draft_probs && j < v.gamma && FirstInvalid(in, draft_row(j)) >= 0) {
-        return fail(kRejectionBadDraftValue, j);
+      if (reference_rows::CheckedLogitRowStats(target_row(j), in.dtype, in.vocab_size, inv_t, chunks) >= 0) {
+        return fail(kRejectionBadTargetValue, j);
+      }
+      RowNormalizer n = rejection::CombineChunks(chunks.data(), num_chunks, inv_t);
+      if (!greedy && rejection::IsFiltered(s)) Filter(in, target_row(j), s, inv_t, n);
+      target_norms.push_back(n);
+      if (in.has_draft_probs && j < v.gamma) {
+        // A greedy batch reads draft rows only to check them.
+        const int32_t invalid =
+            greedy ? FirstInvalid(in, draft_row(j))
+                   : reference_rows::CheckedLogitRowStats(draft_row(j), in.dtype, in.vocab_size, inv_t, chunks);
+        if (invalid >= 0) return fail(kRejectionBadDraftValue, j);
+        if (!greedy) draft_norms.push_back(rejection::CombineChunks(chunks.data(), num_chunks, inv_t));
       }
     } else {
       if (!rejection::ValueIsValid(in.kind, v.Target(j, v.draft[j]))) return fail(kRejectionBadTargetValue, j);
@@ -254,25 +262,9 @@ Outcome SampleSequence(const SequenceView& v) {
     }
   }
 
-  const bool greedy = logits_exact && s.temperature == 0.0f;
-  const float inv_t = (in.kind == SampleValueKind::kLogits && !greedy)
-                          ? rejection::InverseTemperature(s.temperature)
-                          : 0.0f;
   RowProbability target_rp{in.kind, in.method, inv_t, RowNormalizer{}, in.sigmoid_alpha,
                            detmath::Sub(in.sigmoid_beta, in.sigmoid_alpha)};
   RowProbability draft_rp = target_rp;
-  std::vector<RowNormalizer> target_norms, draft_norms;
-  if (logits_exact) {
-    std::vector<ChunkStats> chunks;
-    for (int32_t j = 0; j <= v.gamma; ++j) {
-      RowNormalizer n = Normalize(in, target_row(j), inv_t, chunks);
-      if (!greedy && rejection::IsFiltered(s)) Filter(in, target_row(j), s, inv_t, n);
-      target_norms.push_back(n);
-    }
-    if (in.has_draft_probs && !greedy) {
-      for (int32_t j = 0; j < v.gamma; ++j) draft_norms.push_back(Normalize(in, draft_row(j), inv_t, chunks));
-    }
-  }
   if (greedy) {
     int32_t k = 0;
     while (k < v.gamma && v.draft[k] == target_norms[k].argmax) ++k;

@@ -206,6 +206,38 @@ TEST(ReferenceRowsTest, VectorPathTakesTheFirstOfTiedMaxima) {
   EXPECT_TRUE(std::signbit(s.max));
 }
 
+TEST(ReferenceRowsTest, CheckedRowStatisticsAreTheScanThenTheChunkStatistics) {
+  const int32_t vocab = 3 * kNormalizerChunk + 301;
+  for (const SampleDtype dtype : {SampleDtype::kFloat32, SampleDtype::kBFloat16, SampleDtype::kFloat16}) {
+    const std::vector<float> values = Gaussian(vocab, 3.0f, 11);
+    for (const float inv_t : kInverseTemperatures) {
+      const StoredRow row(dtype, values);
+      std::vector<ChunkStats> chunks;
+      ASSERT_EQ(reference_rows::CheckedLogitRowStats(row.data(), dtype, vocab, inv_t, chunks), -1);
+      ASSERT_EQ(chunks.size(), 4u);
+      for (int32_t c = 0; c < 4; ++c) {
+        const int32_t begin = c * kNormalizerChunk;
+        ExpectSameStats(chunks[c],
+                        reference_rows::LogitChunkStats(row.data(), dtype, begin,
+                                                        std::min(vocab, begin + kNormalizerChunk), inv_t),
+                        "chunk " + std::to_string(c));
+      }
+    }
+    // The first invalid value, wherever it lies: a full chunk (either path),
+    // the partial last chunk; a later one does not count.
+    for (const int32_t at : {0, 77, kNormalizerChunk + 5, 3 * kNormalizerChunk + 300}) {
+      for (const float poison : {kNaN, kInf, -kInf}) {
+        std::vector<float> bad = values;
+        bad[at] = poison;
+        if (at + 9000 < vocab) bad[at + 9000] = poison;
+        std::vector<ChunkStats> chunks;
+        EXPECT_EQ(reference_rows::CheckedLogitRowStats(StoredRow(dtype, bad).data(), dtype, vocab, 1.0f, chunks), at)
+            << "dtype " << static_cast<int>(dtype) << ", poison " << poison;
+      }
+    }
+  }
+}
+
 TEST(ReferenceRowsTest, FirstInvalidElementIsTheFirstValueTheKindRejects) {
   const int32_t vocab = 3 * kNormalizerChunk + 17;
   struct Case {
