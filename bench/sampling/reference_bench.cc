@@ -64,7 +64,8 @@ int Run(const Shape& shape, int runs) {
     }
   }
   std::sort(ms.begin(), ms.end());
-  std::printf("%-13s %-4s B=%-3d gamma=%-2d V=%-6d  median %9.2f ms  min %9.2f ms  per sequence %8.2f ms  digest %016llx\n",
+  std::printf("%-13s %-4s B=%-3d gamma=%-2d V=%-6d  median %9.2f ms  min %9.2f ms  per sequence %8.2f ms"
+              "  digest %016llx\n",
               KindName(shape.kind), DtypeName(shape.dtype), shape.b, shape.gamma, shape.vocab, ms[ms.size() / 2],
               ms.front(), ms[ms.size() / 2] / shape.b, static_cast<unsigned long long>(digest));
   std::fflush(stdout);

@@ -126,8 +126,11 @@ void Filter(const RejectionBatchInput& in, const void* row, const SequenceSampli
 // exps and the divisions are inside the 0.1% margin the GPU's bounds keep;
 // their absolute error where p is subnormal inside the 2^-148 added to p_up.
 // +inf where p is 0 (the element enters neither race); 0 (no bound) where p
-// may be +inf (log-probabilities from 88.72 on).
-inline __attribute__((always_inline)) double RaceKeyLowerBound(uint32_t bits, float value, const RowProbability& target, float logit_scale) {
+// may be +inf (log-probabilities from 88.72 on). Always inlined, so that it
+// is built inside each of RaceOverRow's target clones (apart, its floor was
+// a call into libm on every element).
+inline __attribute__((always_inline)) double RaceKeyLowerBound(uint32_t bits, float value,
+                                                               const RowProbability& target, float logit_scale) {
   constexpr double kNever = std::numeric_limits<double>::infinity();
   constexpr double kSubnormalError = 0x1p-148;
   // 2^e for an integer e in [-1022, 1023].
@@ -212,9 +215,6 @@ Outcome SampleSequence(const SequenceView& v) {
     if (v.draft[j] < 0 || v.draft[j] >= in.vocab_size) return fail(kRejectionDraftTokenOutOfRange, j);
   }
   const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
-  const auto target_row = [&v](int32_t j) { return v.TargetRow(j); };
-  const auto draft_row = [&v](int32_t j) { return v.DraftRow(j); };
-
   const bool greedy = logits_exact && s.temperature == 0.0f;
   const float inv_t = (in.kind == SampleValueKind::kLogits && !greedy)
                           ? rejection::InverseTemperature(s.temperature)
@@ -228,17 +228,17 @@ Outcome SampleSequence(const SequenceView& v) {
   const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
   for (int32_t j = 0; j < v.gamma || (logits_exact && j == v.gamma); ++j) {
     if (logits_exact) {
-      if (reference_rows::CheckedLogitRowStats(target_row(j), in.dtype, in.vocab_size, inv_t, chunks) >= 0) {
+      if (reference_rows::CheckedLogitRowStats(v.TargetRow(j), in.dtype, in.vocab_size, inv_t, chunks) >= 0) {
         return fail(kRejectionBadTargetValue, j);
       }
       RowNormalizer n = rejection::CombineChunks(chunks.data(), num_chunks, inv_t);
-      if (!greedy && rejection::IsFiltered(s)) Filter(in, target_row(j), s, inv_t, n);
+      if (!greedy && rejection::IsFiltered(s)) Filter(in, v.TargetRow(j), s, inv_t, n);
       target_norms.push_back(n);
       if (in.has_draft_probs && j < v.gamma) {
         // A greedy batch reads draft rows only to check them.
         const int32_t invalid =
-            greedy ? FirstInvalid(in, draft_row(j))
-                   : reference_rows::CheckedLogitRowStats(draft_row(j), in.dtype, in.vocab_size, inv_t, chunks);
+            greedy ? FirstInvalid(in, v.DraftRow(j))
+                   : reference_rows::CheckedLogitRowStats(v.DraftRow(j), in.dtype, in.vocab_size, inv_t, chunks);
         if (invalid >= 0) return fail(kRejectionBadDraftValue, j);
         if (!greedy) draft_norms.push_back(rejection::CombineChunks(chunks.data(), num_chunks, inv_t));
       }
@@ -253,11 +253,11 @@ Outcome SampleSequence(const SequenceView& v) {
     // Probability and log-probability rows must also have a positive, finite mass.
     const bool probabilities = in.kind != SampleValueKind::kLogits;
     for (int32_t j = 0; j <= v.gamma; ++j) {
-      if (FirstInvalid(in, target_row(j)) >= 0) return fail(kRejectionBadTargetValue, j);
-      if (probabilities && !RowSumIsPositiveFinite(in, target_row(j))) return fail(kRejectionBadRowSum, j);
+      if (FirstInvalid(in, v.TargetRow(j)) >= 0) return fail(kRejectionBadTargetValue, j);
+      if (probabilities && !RowSumIsPositiveFinite(in, v.TargetRow(j))) return fail(kRejectionBadRowSum, j);
       if (in.has_draft_probs && j < v.gamma) {
-        if (FirstInvalid(in, draft_row(j)) >= 0) return fail(kRejectionBadDraftValue, j);
-        if (probabilities && !RowSumIsPositiveFinite(in, draft_row(j))) return fail(kRejectionBadRowSum, j);
+        if (FirstInvalid(in, v.DraftRow(j)) >= 0) return fail(kRejectionBadDraftValue, j);
+        if (probabilities && !RowSumIsPositiveFinite(in, v.DraftRow(j))) return fail(kRejectionBadRowSum, j);
       }
     }
   }
@@ -290,8 +290,8 @@ Outcome SampleSequence(const SequenceView& v) {
   // The recovery (k < gamma) or bonus (k == gamma) row: one pass over V.
   const bool residual = k < v.gamma;
   if (!logits_exact) {
-    if (FirstInvalid(in, target_row(k)) >= 0) return fail(kRejectionBadTargetValue, k);
-    if (residual && in.has_draft_probs && FirstInvalid(in, draft_row(k)) >= 0) {
+    if (FirstInvalid(in, v.TargetRow(k)) >= 0) return fail(kRejectionBadTargetValue, k);
+    if (residual && in.has_draft_probs && FirstInvalid(in, v.DraftRow(k)) >= 0) {
       return fail(kRejectionBadDraftValue, k);
     }
   } else {
