@@ -8,8 +8,8 @@
 # SPECVERIFY_TEST_OPTIMIZATION= (empty) keeps the build type's level. The
 # third-party headers every suite parses come precompiled, once, from
 # specverify_test_pch (specverify_test_precompiled_headers()). Together, on
-# the 2-core CI machine: scripts/build.sh 851 -> 528 CPU seconds, the
-# sanitizer build's suites 498 -> 356 (bench/build/results/2026-11-27-test-build).
+# the 2-core CI machine: scripts/build.sh 851 -> 528 CPU seconds (463 -> 294 s
+# wall), scripts/sanitize.sh 524 -> 433 s (bench/build/results/2026-11-27-test-build).
 function(specverify_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
