@@ -179,13 +179,14 @@ int32_t FirstInvalidOffset(const float* z, int32_t count, SampleValueKind kind) 
 }
 
 // LogitChunkStats of the chunk's values z[0, count) (the chunk at `begin`),
-// and whether every value is finite (a valid logit).
+// and, where all_finite is not null, whether every value is finite (a valid
+// logit): the vector path learns it with the maximum, the scalar path scans.
 ChunkStats ChunkStatsOfValues(const float* z, int32_t begin, int32_t count, float inv_t, bool vector_path,
                               bool* all_finite) {
 #if defined(__x86_64__)
   if (vector_path && count == kNormalizerChunk) {
     const MaxMin m = ChunkMaxMinAvx2(z);
-    *all_finite = m.finite;
+    if (all_finite != nullptr) *all_finite = m.finite;
     if (m.finite) {
       ChunkStats s{m.max, begin + m.argmax, 0.0};
       // Every exponent (z - max) * scale is <= 0 and monotone in z: when the
@@ -196,12 +197,12 @@ ChunkStats ChunkStatsOfValues(const float* z, int32_t begin, int32_t count, floa
                                                                           : WeightSumScalar(z, count, m.max, inv_t);
       return s;
     }
-  } else {
+  } else if (all_finite != nullptr) {
     *all_finite = FirstInvalidOffset(z, count, SampleValueKind::kLogits) < 0;
   }
 #else
   (void)vector_path;
-  *all_finite = FirstInvalidOffset(z, count, SampleValueKind::kLogits) < 0;
+  if (all_finite != nullptr) *all_finite = FirstInvalidOffset(z, count, SampleValueKind::kLogits) < 0;
 #endif
   ChunkStats s = FirstMaximum(z, begin, count);
   s.sum = WeightSumScalar(z, count, s.max, inv_t);
@@ -212,9 +213,8 @@ ChunkStats LogitChunkStatsOn(const void* row, SampleDtype dtype, int32_t begin, 
                              bool vector_path) {
   float buffer[kNormalizerChunk];
   const int32_t count = end - begin;
-  bool all_finite = false;
   return ChunkStatsOfValues(ValuesOf(row, dtype, begin, count, buffer), begin, count, inv_t, vector_path,
-                            &all_finite);
+                            /*all_finite=*/nullptr);
 }
 
 }  // namespace

@@ -51,7 +51,8 @@ int32_t FirstInvalidElement(const void* row, SampleDtype dtype, SampleValueKind 
 // Chunk [begin, end) (at most kNormalizerChunk values) of a logits row at
 // 1/T = inv_t: the maximum and the lowest index attaining it, and the sum of
 // LogitWeight(z, max, inv_t) over the chunk in the fixed lane order. For
-// finite values (the reference scans a row before it normalizes it).
+// finite values. The reference itself takes CheckedLogitRowStats, which
+// checks as it goes; this per-chunk form is what tests compare it with.
 rejection::ChunkStats LogitChunkStats(const void* row, SampleDtype dtype, int32_t begin, int32_t end, float inv_t);
 
 // A logits row's check and chunk statistics in one pass over it: the index
