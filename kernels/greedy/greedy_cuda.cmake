@@ -4,7 +4,7 @@ if(SPECVERIFY_HAVE_CUDA)
   add_library(specverify_cuda_common
     ${CMAKE_CURRENT_LIST_DIR}/../common/cuda_status.cc
   )
-  target_include_directories(specverify_cuda_common PUBLIC ${PROJECT_SOURCE_DIR})
+  target_include_directories(specverify_cuda_common PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
   target_link_libraries(specverify_cuda_common
     PUBLIC absl::status absl::statusor absl::strings CUDA::cudart_static)
 
@@ -14,7 +14,7 @@ if(SPECVERIFY_HAVE_CUDA)
     ${CMAKE_CURRENT_LIST_DIR}/greedy_dispatch.cc
     ${CMAKE_CURRENT_LIST_DIR}/../layout/row_copy.cu
   )
-  target_include_directories(specverify_kernels_greedy_cuda PUBLIC ${PROJECT_SOURCE_DIR})
+  target_include_directories(specverify_kernels_greedy_cuda PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>)
   target_link_libraries(specverify_kernels_greedy_cuda
     PUBLIC specverify_kernels_cpu specverify_cuda_common CUDA::cudart_static)
   # CMake 3.25 knows no CUDA20 dialect flag for nvcc, and the top level asks
