@@ -54,3 +54,15 @@ function(specverify_test_precompiled_headers)
     <gmock/gmock.h> <gtest/gtest.h> <grpcpp/grpcpp.h> <google/protobuf/message.h>
     <absl/status/statusor.h> <absl/strings/str_cat.h> <absl/synchronization/mutex.h> <absl/time/time.h>)
 endfunction()
+
+# A CTest test that `<program> --version` exits 0 and prints
+# "<program> <project version>+<12-hex git commit>[-dirty]" (or "+unknown"
+# where the tree has no git), the string GetServerInfo reports.
+function(specverify_version_flag_test name program)
+  string(REPLACE "." "\\." version_pattern ${PROJECT_VERSION})
+  add_test(NAME ${name}
+           COMMAND bash -c "out=$(\"$0\" --version) || exit 1; echo \"$out\"; \
+[[ $out =~ ^${program}\\ ${version_pattern}\\+([0-9a-f]{12}(-dirty)?|unknown)$ ]]"
+                   $<TARGET_FILE:${program}>)
+  set_tests_properties(${name} PROPERTIES TIMEOUT 30 ${ARGN})
+endfunction()

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "proto/runtime/version.h"
 #include "server/app/server_options.h"
 #include "server/app/verifier_server.h"
 #include "server/metrics/prometheus_metrics.h"
@@ -106,6 +107,10 @@ int main(int argc, char** argv) {
   }
   if (options->help) {
     std::printf("%s", specverify::server::FlagsHelp().c_str());
+    return 0;
+  }
+  if (options->version) {
+    std::printf("specverify-server %s\n", specverify::VersionString().c_str());
     return 0;
   }
   return Run(*options);

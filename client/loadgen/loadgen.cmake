@@ -26,5 +26,5 @@ if(TARGET specverify_client_cuda)
 endif()
 
 add_executable(specverify-loadgen ${SPECVERIFY_LOADGEN_DIR}/main.cc)
-target_link_libraries(specverify-loadgen PRIVATE specverify_loadgen_core
+target_link_libraries(specverify-loadgen PRIVATE specverify_loadgen_core specverify_version
   absl::flags absl::flags_parse absl::flags_usage absl::flags_usage_internal absl::flags_config absl::time absl::strings)

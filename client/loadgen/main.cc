@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "client/loadgen/config.h"
 #include "client/loadgen/loadgen.h"
+#include "proto/runtime/version.h"
 
 ABSL_FLAG(std::string, address, "", "Server under test, host:port");
 ABSL_FLAG(std::string, ceiling_address, "",
@@ -134,6 +135,9 @@ int main(int argc, char** argv) {
     return absl::StrContains(file, "client/loadgen/");
   };
   usage_config.contains_helpshort_flags = usage_config.contains_help_flags;
+  // --version: the same string the server reports (absl's default names the
+  // binary and whether NDEBUG was defined, not the release).
+  usage_config.version_string = [] { return "specverify-loadgen " + specverify::VersionString() + "\n"; };
   absl::SetFlagsUsageConfig(usage_config);
   absl::SetProgramUsageMessage(
       "Load-test client of the specverify Verifier service; checks every answer.\n"

@@ -394,6 +394,10 @@ absl::StatusOr<ServerOptions> ParseServerFlags(const std::vector<std::string>& a
       options.help = true;
       return options;
     }
+    if (arg == "--version") {
+      options.version = true;
+      return options;
+    }
     if (!absl::ConsumePrefix(&arg, "--")) {
       return absl::InvalidArgumentError(absl::StrCat(
           "unexpected argument \"", args[i], "\"; flags look like --name=value"));
@@ -428,6 +432,8 @@ std::string FlagsHelp() {
   const ServerOptions defaults;
   std::string out =
       "specverify-server flags:\n"
+      "  --help, --version\n"
+      "      print this text, or the version (\"0.1.0+<git commit>\"), and exit\n"
       "  --config_file (no default)\n"
       "      file of name=value lines ('#' comments), applied where it appears\n";
   for (const auto& [name, flag] : Flags()) {

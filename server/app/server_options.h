@@ -74,6 +74,7 @@ struct ServerOptions {
   int64_t cuda_mapped_inputs_max_bytes = 65536;
   int64_t cuda_completion_spin_us = 2000;
   bool help = false;  // --help: print FlagsHelp() and exit 0
+  bool version = false;  // --version: print the version string and exit 0
 };
 
 // Parses argv[1..]. INVALID_ARGUMENT naming the flag and the accepted values.

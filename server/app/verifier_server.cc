@@ -15,7 +15,7 @@
 #include "grpcpp/security/tls_credentials_options.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/runtime/callback_queue_pin.h"
-#include "server/app/version.h"
+#include "proto/runtime/version.h"
 #include "server/backend/backend_factory.h"
 #include "server/rpc/grpc_tuning.h"
 #include "server/rpc/protobuf_log.h"

@@ -30,6 +30,7 @@ specverify_test(loadgen_fake_server_test
 target_compile_definitions(loadgen_fake_server_test PRIVATE
   SPECVERIFY_LOADGEN_BINARY="$<TARGET_FILE:specverify-loadgen>")
 add_dependencies(loadgen_fake_server_test specverify-loadgen)
+specverify_version_flag_test(loadgen_version_flag specverify-loadgen LABELS loadgen)
 
 # The load generator against the real server (CPU and no-op backends) started
 # as child processes on loopback, in every mode.

@@ -197,6 +197,15 @@ TEST(ServerOptionsTest, HelpListsEveryFlagWithDefault) {
   EXPECT_TRUE(ParseServerFlags({"--help"})->help);
 }
 
+TEST(ServerOptionsTest, VersionStopsParsingAndIsListedInHelp) {
+  absl::StatusOr<ServerOptions> o = ParseServerFlags({"--version", "--no_such_flag=1"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->version);
+  EXPECT_FALSE(o->help);
+  EXPECT_FALSE(ParseServerFlags({})->version);
+  EXPECT_THAT(FlagsHelp(), HasSubstr("--help, --version"));
+}
+
 TEST(ServerOptionsTest, GrpcArgsParseIntegersAndStringsAndOverrideTheDefaults) {
   absl::StatusOr<ServerOptions> o = ParseServerFlags(
       {"--grpc_args=grpc.http2.bdp_probe=0, grpc.http2.lookahead_bytes=65536,grpc.x=abc"});
