@@ -9,6 +9,7 @@ See client/python/README.md for regions (shared memory, CUDA IPC), sampled
 verification, KV returns and the streaming and futures forms.
 """
 
+from specverify._version import __version__
 from specverify.client import Verifier
 from specverify.errors import CudaError, VerifierError
 from specverify.regions import CudaRegion, Region, ShmRegion
@@ -18,6 +19,6 @@ from specverify.tensors import Typed
 from specverify.v1 import verifier_pb2 as pb
 
 __all__ = [
-    "CudaError", "CudaRegion", "Region", "SequenceResult", "ShmRegion", "Typed", "Verifier",
+    "__version__", "CudaError", "CudaRegion", "Region", "SequenceResult", "ShmRegion", "Typed", "Verifier",
     "VerifierError", "VerifyResult", "VerifyStream", "pb",
 ]

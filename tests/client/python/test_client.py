@@ -46,6 +46,8 @@ class ClientTest(unittest.TestCase):
     def test_server_info_and_health(self):
         info = self.verifier.server_info()
         self.assertEqual(info.backend, "cpu")
+        # The package and the server come from one build: same release.
+        self.assertEqual(info.version.split("+")[0], specverify.__version__)
         self.assertIn("greedy", info.modes)
         self.assertIn("sampled", info.modes)
         self.assertGreater(info.limits.max_sequences_per_request, 0)
