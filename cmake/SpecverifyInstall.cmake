@@ -22,8 +22,8 @@ set(SPECVERIFY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/specverify CACHE S
 
 # Where `import specverify` is found under the prefix: the layout of the
 # interpreter the client runs on (Debian's /usr/bin/python3, which has
-# python3-grpcio and python3-numpy; another python3 on PATH only without it):
-# lib/python3.11/dist-packages on Debian, whose
+# python3-grpcio and python3-numpy; where there is none, the first python3 on
+# PATH): lib/python3.11/dist-packages on Debian, whose
 # /usr/local/lib/python3.11/dist-packages is on sys.path; site-packages
 # elsewhere.
 find_program(SPECVERIFY_INSTALL_PYTHON3 python3 PATHS /usr/bin NO_DEFAULT_PATH)
@@ -54,7 +54,6 @@ function(specverify_collect_linked_targets target out_var)
     set(links)
   endif()
   foreach(link IN LISTS links)
-    string(REGEX REPLACE "^\\$<LINK_ONLY:(.*)>$" "\\1" link "${link}")
     if(link MATCHES "^specverify_" AND TARGET ${link} AND NOT link IN_LIST seen)
       list(APPEND seen ${link})
       specverify_collect_linked_targets(${link} seen)
