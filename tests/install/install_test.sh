@@ -33,11 +33,15 @@ fail() { echo "install_test: FAIL: $*" >&2; exit 1; }
 
 echo "install_test: cmake --install $build_dir --prefix $prefix"
 cmake --install "$build_dir" --prefix "$prefix" > "$work/install.log" 2>&1 || { cat "$work/install.log"; fail "cmake --install"; }
-for f in bin/specverify-server bin/specverify-loadgen lib/cmake/specverify/specverifyConfig.cmake \
-         lib/cmake/specverify/specverifyConfigVersion.cmake include/client/verifier_client.h \
+for f in bin/specverify-server bin/specverify-loadgen include/client/verifier_client.h \
          include/specverify/v1/verifier.grpc.pb.h share/specverify/proto/specverify/v1/verifier.proto \
          "$python_dir/specverify/__init__.py" "$python_dir/specverify/v1/verifier_pb2_grpc.py"; do
   [ -e "$prefix/$f" ] || fail "the prefix has no $f"
+done
+# The package files sit under the library folder GNUInstallDirs chose (lib,
+# lib64, lib/<multiarch>).
+for f in specverifyConfig.cmake specverifyConfigVersion.cmake specverifyTargets.cmake; do
+  [ -n "$(find "$prefix" -path "*/cmake/specverify/$f")" ] || fail "the prefix has no cmake/specverify/$f"
 done
 
 echo "install_test: building the consumer against the prefix"
