@@ -433,7 +433,7 @@ std::string FlagsHelp() {
   std::string out =
       "specverify-server flags:\n"
       "  --help, --version\n"
-      "      print this text, or the version (\"0.1.0+<git commit>\"), and exit\n"
+      "      print this text, or the version (\"<release>+<git commit>\"), and exit\n"
       "  --config_file (no default)\n"
       "      file of name=value lines ('#' comments), applied where it appears\n";
   for (const auto& [name, flag] : Flags()) {
