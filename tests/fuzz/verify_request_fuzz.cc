@@ -74,6 +74,35 @@ struct Harness {
   std::unique_ptr<RegionRegistry> regions;
 };
 
+// A tree's answer (docs/TREES.md): the accepted nodes are a path from the
+// root (the first a child of the root, each next a child of the one before),
+// k of them at the tree's packed offset, and mismatch says the path's last
+// node (or the root) has children; a failed sampled tree has depth 0 and
+// mismatch 1.
+void CheckTreePath(const Batch& batch, int32_t i, bool failed) {
+  const GreedyHostResults& r = batch.results;
+  const int32_t first = batch.inputs.draft_offsets[i];
+  const int32_t nodes = batch.inputs.draft_offsets[i + 1] - first;
+  const int32_t k = r.accepted_lengths[i];
+  if (failed) {
+    Require(k == 0 && r.mismatch[i] != 0, "a failed tree has depth 0 and mismatch 1");
+    return;
+  }
+  Require(r.accepted_nodes.size() >= static_cast<size_t>(r.packed_row_offsets[i] + k),
+          "accepted nodes cover every accepted path");
+  int32_t last = -1;  // the root
+  for (int32_t d = 0; d < k; ++d) {
+    const int32_t node = r.accepted_nodes[r.packed_row_offsets[i] + d];
+    Require(node >= 0 && node < nodes, "an accepted node is a node of its tree");
+    Require(batch.inputs.parent_indices[first + node] == last,
+            "each accepted node is a child of the one before (the first of the root)");
+    last = node;
+  }
+  bool has_children = false;
+  for (int32_t j = 0; j < nodes; ++j) has_children = has_children || batch.inputs.parent_indices[first + j] == last;
+  Require((r.mismatch[i] != 0) == has_children, "mismatch iff the path's last node has children");
+}
+
 int RunOne(const uint8_t* data, size_t size) {
   static Harness* harness = new Harness;
   v1::VerifyRequest request;
@@ -137,13 +166,17 @@ int RunOne(const uint8_t* data, size_t size) {
   Require(r.packed_row_offsets[0] == 0, "packed offsets start at 0");
   for (int32_t i = 0; i < b; ++i) {
     const int32_t gamma = result->inputs.draft_offsets[i + 1] - result->inputs.draft_offsets[i];
+    const bool failed =
+        key.mode == VerifyMode::kSampled && result->sampled_results.status_codes[i] != 0;
     Require(r.accepted_lengths[i] >= 0 && r.accepted_lengths[i] <= gamma, "0 <= k <= gamma");
     Require(r.packed_row_offsets[i + 1] == r.packed_row_offsets[i] + r.accepted_lengths[i],
             "packed offsets are the prefix sum of k");
-    Require((r.mismatch[i] != 0) == (r.accepted_lengths[i] < gamma) ||
-                (key.mode == VerifyMode::kSampled &&
-                 result->sampled_results.status_codes[i] != 0),
-            "mismatch iff k < gamma");
+    if (key.tree) {
+      CheckTreePath(*result, i, failed);
+    } else {
+      Require((r.mismatch[i] != 0) == (r.accepted_lengths[i] < gamma) || failed,
+              "mismatch iff k < gamma");
+    }
   }
   (void)RequestOutcomeStatus(*result, 0, b);
   return 0;

@@ -1,9 +1,10 @@
 // Writes the fuzz target's seed corpus: small valid VerifyRequests of every
 // shape the server takes (greedy with and without KV rows, inline and handle
 // returns; sampled fp32 probabilities with draft rows, bf16 logits without,
-// fp16 logits with top-k/top-p, the sigmoid approximation), built by the
-// same client helpers the tests and the load generator use. Generated at
-// test time rather than committed, so they follow the proto.
+// fp16 logits with top-k/top-p, the sigmoid approximation, log-probabilities;
+// greedy and sampled token trees), built by the same client helpers the tests
+// and the load generator use. Generated at test time rather than committed,
+// so they follow the proto.
 //
 //   write_seed_corpus <dir>
 #include <cstdio>
@@ -14,8 +15,10 @@
 #include "client/greedy_requests.h"
 #include "client/region.h"
 #include "client/sampled_requests.h"
+#include "client/tree_requests.h"
 #include "kernels/workload/greedy_workload.h"
 #include "kernels/workload/sampling_workload.h"
+#include "kernels/workload/tree_workload.h"
 
 namespace {
 
@@ -118,6 +121,44 @@ int main(int argc, char** argv) {
       }
     }
   }
+  // Token trees (docs/TREES.md): greedy trees with duplicate sibling tokens,
+  // with and without KV rows; sampled trees with and without draft rows,
+  // one with KV rows returned inline.
+  for (int64_t row_bytes : {0, 16}) {
+    TreeWorkloadOptions w;
+    w.num_trees = 4;
+    w.num_nodes = 7;
+    w.max_children = 3;
+    w.duplicate_sibling_rate = 0.3;
+    w.row_bytes = row_bytes;
+    w.vocab_size = 64;
+    w.seed = 5 + row_bytes;
+    const TreeGreedyWorkload workload = *GenerateTreeGreedyWorkload(w);
+    if (row_bytes == 0) {
+      written += Write(dir, "tree-greedy-row0",
+                       *client::BuildTreeGreedyRequest(workload, 0, 3, v1::KV_RETURN_NONE));
+      continue;
+    }
+    for (auto kv : {v1::KV_RETURN_INLINE, v1::KV_RETURN_HANDLE}) {
+      written += Write(dir, absl::StrCat("tree-greedy-row", row_bytes, "-kv", kv),
+                       *client::BuildTreeGreedyRequest(workload, 0, 3, kv));
+    }
+  }
+  for (bool draft_probs : {true, false}) {
+    TreeSampledWorkloadOptions w;
+    w.num_trees = 2;
+    w.num_nodes = 6;
+    w.max_children = 3;
+    w.vocab_size = 32;
+    w.dtype = draft_probs ? SampleDtype::kFloat32 : SampleDtype::kBFloat16;
+    w.has_draft_probs = draft_probs;
+    w.sequences_per_request = 2;
+    w.seed = 9;
+    const TreeSampledWorkload workload = *GenerateTreeSampledWorkload(w);
+    written += Write(dir, absl::StrCat("tree-sampled-", draft_probs ? "fp32-draft-kv" : "bf16"),
+                     draft_probs ? *client::BuildTreeSampledRequest(workload, 0, "", 8, v1::KV_RETURN_INLINE)
+                                 : *client::BuildTreeSampledRequest(workload, 0));
+  }
   std::printf("wrote %d seed requests to %s\n", written, dir.c_str());
-  return written == 15 ? 0 : 1;
+  return written == 20 ? 0 : 1;
 }
