@@ -99,7 +99,9 @@ void CheckTreePath(const Batch& batch, int32_t i, bool failed) {
     last = node;
   }
   bool has_children = false;
-  for (int32_t j = 0; j < nodes; ++j) has_children = has_children || batch.inputs.parent_indices[first + j] == last;
+  for (int32_t j = 0; j < nodes; ++j) {
+    has_children = has_children || batch.inputs.parent_indices[first + j] == last;
+  }
   Require((r.mismatch[i] != 0) == has_children, "mismatch iff the path's last node has children");
 }
 

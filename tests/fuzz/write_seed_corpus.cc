@@ -155,9 +155,11 @@ int main(int argc, char** argv) {
     w.sequences_per_request = 2;
     w.seed = 9;
     const TreeSampledWorkload workload = *GenerateTreeSampledWorkload(w);
+    const v1::VerifyRequest request =
+        draft_probs ? *client::BuildTreeSampledRequest(workload, 0, "", 8, v1::KV_RETURN_INLINE)
+                    : *client::BuildTreeSampledRequest(workload, 0);
     written += Write(dir, absl::StrCat("tree-sampled-", draft_probs ? "fp32-draft-kv" : "bf16"),
-                     draft_probs ? *client::BuildTreeSampledRequest(workload, 0, "", 8, v1::KV_RETURN_INLINE)
-                                 : *client::BuildTreeSampledRequest(workload, 0));
+                     request);
   }
   std::printf("wrote %d seed requests to %s\n", written, dir.c_str());
   return written == 20 ? 0 : 1;
