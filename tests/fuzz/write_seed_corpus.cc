@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "client/greedy_requests.h"
@@ -124,7 +125,9 @@ int main(int argc, char** argv) {
   // Token trees (docs/TREES.md): greedy trees with duplicate sibling tokens,
   // with and without KV rows; sampled trees with and without draft rows,
   // one with KV rows returned inline.
-  for (int64_t row_bytes : {0, 16}) {
+  const std::pair<int64_t, v1::KvReturn> tree_rows[] = {
+      {0, v1::KV_RETURN_NONE}, {16, v1::KV_RETURN_INLINE}, {16, v1::KV_RETURN_HANDLE}};
+  for (const auto& [row_bytes, kv] : tree_rows) {
     TreeWorkloadOptions w;
     w.num_trees = 4;
     w.num_nodes = 7;
@@ -134,15 +137,8 @@ int main(int argc, char** argv) {
     w.vocab_size = 64;
     w.seed = 5 + row_bytes;
     const TreeGreedyWorkload workload = *GenerateTreeGreedyWorkload(w);
-    if (row_bytes == 0) {
-      written += Write(dir, "tree-greedy-row0",
-                       *client::BuildTreeGreedyRequest(workload, 0, 3, v1::KV_RETURN_NONE));
-      continue;
-    }
-    for (auto kv : {v1::KV_RETURN_INLINE, v1::KV_RETURN_HANDLE}) {
-      written += Write(dir, absl::StrCat("tree-greedy-row", row_bytes, "-kv", kv),
-                       *client::BuildTreeGreedyRequest(workload, 0, 3, kv));
-    }
+    written += Write(dir, absl::StrCat("tree-greedy-row", row_bytes, "-kv", kv),
+                     *client::BuildTreeGreedyRequest(workload, 0, 3, kv));
   }
   for (bool draft_probs : {true, false}) {
     TreeSampledWorkloadOptions w;
