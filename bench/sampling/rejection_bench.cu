@@ -7,8 +7,11 @@
 // tokens in one run; side by side with two floors measured in the same
 // run: the bytes the algorithm must read (a streaming-read kernel over exactly
 // those rows, same rotation, the faster of two block layouts) and an empty
-// kernel launch. Extra rows: the
-// full-row validation option, and top-k/top-p on logits.
+// kernel launch. Every shape is timed twice: with the merge on the device
+// (cuda_rejection) and with the race winners left in slots for the host to
+// fold, as the server runs it (cuda_rejection_host_merge); the two must give
+// the same tokens. Extra rows: the full-row validation option, and
+// top-k/top-p on logits.
 //
 // Timing: device time per batch with CUDA events. A spin kernel holds the
 // stream while the host queues a chunk of iterations, each between two
@@ -45,6 +48,7 @@
 #include <vector>
 
 #include "kernels/sampling/rejection_core.h"
+#include "kernels/sampling/rejection_finish.h"
 #include "kernels/sampling/rejection_sample.h"
 #include "kernels/sampling/rejection_validate.h"
 #include "kernels/workload/sampling_workload.h"
@@ -307,6 +311,10 @@ int Main(const Options& opt) {
   BENCH_CUDA(cudaMalloc(&out.mismatch, max_b));
   BENCH_CUDA(cudaMalloc(&out.status_codes, max_b * sizeof(int32_t)));
   BENCH_CUDA(cudaMalloc(&out.error_positions, max_b * sizeof(int32_t)));
+  // The host-merged outputs: the same per-sequence arrays plus race slots.
+  RejectionBatchOutput host_merged = out;
+  const int64_t slot_capacity = RejectionRaceSlotsBound(scratch.limits, scratch.num_sms);
+  BENCH_CUDA(cudaMalloc(&host_merged.race_slots, slot_capacity * sizeof(RejectionRaceSlot)));
   float* sink = nullptr;
   BENCH_CUDA(cudaMalloc(&sink, 1 << 20));
 
@@ -386,7 +394,17 @@ int Main(const Options& opt) {
             p.input.validate_full_rows = full_rows;
             BENCH_CUDA(LaunchRejectionSample(p, scratch, stream));
           };
+          BENCH_CUDA(RejectionRaceSlotsPerSequence(set.inputs[0], scratch, &host_merged.race_slots_per_sequence));
+          if (int64_t{b} * host_merged.race_slots_per_sequence > slot_capacity) {
+            std::fprintf(stderr, "race slots: %d x %d > %lld\n", b, host_merged.race_slots_per_sequence,
+                         static_cast<long long>(slot_capacity));
+            return 1;
+          }
+          auto launch_host_merged = [&](int c) {
+            BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], host_merged}, scratch, stream));
+          };
           const Stats ours = TimeIt([&](int c) { launch(c, false); }, copies, opt.runs, stream);
+          const Stats ours_host_merged = TimeIt(launch_host_merged, copies, opt.runs, stream);
           Stats floor;
           for (int32_t blocks_per_row : floor_layouts) {
             const Stats layout = TimeIt(
@@ -398,6 +416,8 @@ int Main(const Options& opt) {
             if (floor.median_us == 0 || layout.median_us < floor.median_us) floor = layout;
           }
           rows.push_back(Row{kind_name, "cuda_rejection", b, gamma, vocab, copies, g, floor_bytes, ours});
+          rows.push_back(Row{kind_name, "cuda_rejection_host_merge", b, gamma, vocab, copies,
+                             host_merged.race_slots_per_sequence, floor_bytes, ours_host_merged});
           rows.push_back(Row{kind_name, "read_floor", b, gamma, vocab, copies, 0, floor_bytes, floor});
           const bool headline = b == 8 && gamma == 8 && vocab == 151936;
           if (headline) headline_median[kind_name] = ours.median_us;
@@ -421,13 +441,41 @@ int Main(const Options& opt) {
             }
             scratch.race_blocks_per_sm = chosen;
           }
-          // Outcomes must be clean (no error codes) for the timing to mean anything.
-          std::vector<int32_t> codes(b);
-          BENCH_CUDA(cudaStreamSynchronize(stream));
-          BENCH_CUDA(cudaMemcpy(codes.data(), out.status_codes, b * sizeof(int32_t), cudaMemcpyDeviceToHost));
+          // Outcomes must be clean (no error codes) for the timing to mean
+          // anything, and both merges must give the same tokens.
+          RejectionHostOutputs merged[2] = {RejectionHostOutputs(b, 0), RejectionHostOutputs(b, 0)};
+          for (int m = 0; m < 2; ++m) {
+            const RejectionBatchOutput& o = m == 0 ? out : host_merged;
+            if (m == 0) {
+              launch(0, false);
+            } else {
+              launch_host_merged(0);
+            }
+            BENCH_CUDA(cudaStreamSynchronize(stream));
+            RejectionBatchOutput h = merged[m].view();
+            BENCH_CUDA(cudaMemcpy(h.accepted_lengths, o.accepted_lengths, b * sizeof(int32_t), cudaMemcpyDeviceToHost));
+            BENCH_CUDA(cudaMemcpy(h.next_tokens, o.next_tokens, b * sizeof(int32_t), cudaMemcpyDeviceToHost));
+            BENCH_CUDA(cudaMemcpy(h.mismatch, o.mismatch, b, cudaMemcpyDeviceToHost));
+            BENCH_CUDA(cudaMemcpy(h.status_codes, o.status_codes, b * sizeof(int32_t), cudaMemcpyDeviceToHost));
+            BENCH_CUDA(cudaMemcpy(h.error_positions, o.error_positions, b * sizeof(int32_t), cudaMemcpyDeviceToHost));
+            if (m == 1) {
+              std::vector<RejectionRaceSlot> slots(static_cast<size_t>(b) * o.race_slots_per_sequence);
+              BENCH_CUDA(cudaMemcpy(slots.data(), o.race_slots, slots.size() * sizeof(RejectionRaceSlot),
+                                    cudaMemcpyDeviceToHost));
+              FinishRejectionOutcomes(b, slots.data(), o.race_slots_per_sequence, h);
+            }
+          }
           for (int32_t i = 0; i < b; ++i) {
-            if (codes[i] != kRejectionOk) {
-              std::fprintf(stderr, "sequence %d: code %d\n", i, codes[i]);
+            if (merged[0].status_codes[i] != kRejectionOk || merged[1].status_codes[i] != kRejectionOk) {
+              std::fprintf(stderr, "sequence %d: code %d (device merge) / %d (host merge)\n", i,
+                           merged[0].status_codes[i], merged[1].status_codes[i]);
+              return 1;
+            }
+            if (merged[0].next_tokens[i] != merged[1].next_tokens[i] ||
+                merged[0].accepted_lengths[i] != merged[1].accepted_lengths[i]) {
+              std::fprintf(stderr, "sequence %d: the merges differ (k %d next %d against k %d next %d)\n", i,
+                           merged[0].accepted_lengths[i], merged[0].next_tokens[i], merged[1].accepted_lengths[i],
+                           merged[1].next_tokens[i]);
               return 1;
             }
           }
@@ -438,10 +486,11 @@ int Main(const Options& opt) {
                                      : opt.row_chunks > 0
                                          ? std::min(opt.row_chunks, chunks)
                                          : RejectionRowPassChunksPerBlock(opt.dtype, pass_rows, chunks, scratch.num_sms);
-          std::printf("%-13s B=%-3d gamma=%d V=%-6d G=%-3d copies=%-2d  ours median %7.2f us p95 %7.2f | read floor "
-                      "%6.2f us (%.1f MB) | launch %.2f us | row chunks %d\n",
-                      kind_name.c_str(), b, gamma, vocab, g, copies, ours.median_us, ours.p95_us, floor.median_us,
-                      floor_bytes / 1e6, empty.median_us, row_chunks);
+          std::printf("%-13s B=%-3d gamma=%d V=%-6d G=%-3d copies=%-2d  ours median %7.2f us p95 %7.2f | host merge "
+                      "%7.2f us p95 %7.2f | read floor %6.2f us (%.1f MB) | launch %.2f us | row chunks %d\n",
+                      kind_name.c_str(), b, gamma, vocab, g, copies, ours.median_us, ours.p95_us,
+                      ours_host_merged.median_us, ours_host_merged.p95_us, floor.median_us, floor_bytes / 1e6,
+                      empty.median_us, row_chunks);
           std::fflush(stdout);
           for (void* p : set.owned) cudaFree(p);
           cudaFree(d_floor_rows);

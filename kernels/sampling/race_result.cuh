@@ -10,36 +10,25 @@
 #include <cstdint>
 
 #include "kernels/sampling/rejection_core.h"
+#include "kernels/sampling/rejection_params.h"
 
 namespace specverify::race_result {
 
-// 0: no entrant (the value the scratch is cleared to).
-constexpr unsigned long long kNoWord = 0;
+// 0: no entrant (the value the scratch is cleared to; rejection_params.h's
+// kRaceNoEntrant, which the host fold of race slots also reads).
+constexpr unsigned long long kNoWord = kRaceNoEntrant;
 
-// The word is the bitwise NOT of a rank where smaller is better:
-//   bit 63      0 residual race, 1 target race (any residual entrant beats
-//               every target entrant: the target race only decides when the
-//               row has no residual entrant)
-//   bits 20..51 the key's float bits (keys are >= 0 or +inf, never NaN, so
-//               their bits order as the floats do)
-//   bits 0..19  the token (V <= 2^20, so the token fits)
-// so the largest word is the smallest key and, on equal keys, the lower token
-// -- RaceBeats exactly. A real entrant's word is >= ~(2^63 + 2^52) > 0.
+// The word (RaceWord in rejection_params.h) of a block's winner, or no entrant.
 __device__ __forceinline__ unsigned long long Word(const rejection::RaceCandidate& c, bool target_race) {
   if (c.token < 0) return kNoWord;
-  const unsigned long long rank = (static_cast<unsigned long long>(target_race) << 63) |
-                                  (static_cast<unsigned long long>(__float_as_uint(c.key)) << 20) |
-                                  static_cast<unsigned long long>(static_cast<uint32_t>(c.token));
-  return ~rank;
+  return RaceWord(c.key, c.token, target_race);
 }
 
 __device__ __forceinline__ unsigned long long Better(unsigned long long a, unsigned long long b) {
   return a > b ? a : b;
 }
 
-__device__ __forceinline__ int32_t Token(unsigned long long word) {
-  return static_cast<int32_t>(~word & 0xfffffu);
-}
+__device__ __forceinline__ int32_t Token(unsigned long long word) { return RaceWordToken(word); }
 
 // One ticket of a sequence's race blocks, taken after the block's atomics on
 // the word and flags. acq_rel at device scope: those atomics happen before

@@ -285,4 +285,16 @@ __device__ void WriteOutcome(const RaceArgs& a, int32_t i, int32_t gamma, int32_
   }
 }
 
+// A host-finished race's outcome (RejectionBatchOutput::race_slots) until
+// FinishRejectionOutcomes reads the slots: k accepted, so that a row copy on
+// the device can follow the launch, the mismatch k < gamma, and k as the
+// position an invalid value in the swept row will be reported at.
+__device__ void WritePendingOutcome(const RaceArgs& a, int32_t i, int32_t gamma, int32_t k) {
+  a.out.accepted_lengths[i] = k;
+  a.out.next_tokens[i] = -1;
+  a.out.mismatch[i] = k < gamma ? 1 : 0;
+  a.out.status_codes[i] = kRejectionRacePending;
+  a.out.error_positions[i] = k;
+}
+
 #endif  // SPECVERIFY_KERNELS_SAMPLING_REJECTION_DECISION_CUH_

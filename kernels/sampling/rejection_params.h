@@ -84,6 +84,9 @@ enum RejectionCode : int32_t {
   kRejectionEmptyTargetRow = 4,        // the row sampled from has no positive mass
   kRejectionBadSequenceParams = 5,     // temperature / top_k / top_p out of range
   kRejectionBadRowSum = 6,             // full-row check: a (log-)probability row's mass is 0 or not finite
+  // Only between a launch with RejectionBatchOutput::race_slots and
+  // FinishRejectionOutcomes: the sequence's token is still in its race slots.
+  kRejectionRacePending = 7,
 };
 
 struct RejectionBatchInput {
@@ -122,6 +125,38 @@ struct RejectionBatchInput {
 };
 
 
+// One race block's winner, left for the host to fold
+// (RejectionBatchOutput::race_slots). `word` packs the winner so that the
+// larger word wins (the smaller key; on equal keys the lower token), 0 when
+// the block's share had no entrant; `flags` has bit 0 set when the block
+// read an invalid target value, bit 1 an invalid draft value.
+struct alignas(16) RejectionRaceSlot {
+  uint64_t word = 0;
+  uint32_t flags = 0;
+  uint32_t reserved = 0;
+};
+static_assert(sizeof(RejectionRaceSlot) == 16);
+
+// The packed word of a race entrant: the bitwise NOT of a rank where smaller
+// is better,
+//   bit 63      0 residual race, 1 target race (any residual entrant beats
+//               every target entrant: the target race only decides when the
+//               row has no residual entrant)
+//   bits 20..51 the key's float bits (keys are >= 0 or +inf, never NaN, so
+//               their bits order as the floats do)
+//   bits 0..19  the token (V <= 2^20, so the token fits)
+// so the largest word is the smallest key and, on equal keys, the lower
+// token. A real entrant's word is >= ~(2^63 + 2^52) > 0 = no entrant.
+inline constexpr uint64_t kRaceNoEntrant = 0;
+SV_HD uint64_t RaceWord(float key, int32_t token, bool target_race) {
+  const uint64_t rank = (static_cast<uint64_t>(target_race) << 63) |
+                        (static_cast<uint64_t>(detmath::FloatToBits(key)) << 20) |
+                        static_cast<uint64_t>(static_cast<uint32_t>(token));
+  return ~rank;
+}
+// The winner's token: the word's low 20 bits, inverted.
+SV_HD int32_t RaceWordToken(uint64_t word) { return static_cast<int32_t>(~word & 0xfffffu); }
+
 struct RejectionBatchOutput {
   int32_t* accepted_lengths = nullptr;  // [b] k_i (0 on error): feeds the greedy pack
   int32_t* next_tokens = nullptr;       // [b] the correction or bonus token (-1 on error)
@@ -135,6 +170,22 @@ struct RejectionBatchOutput {
   // pack the accepted rows of a sampled batch unchanged. See
   // GreedyTargetForOutcome; take next tokens from next_tokens, not from greedy.
   int32_t* greedy_target_tokens = nullptr;
+  // Optional (null: the device finishes every outcome). With race slots, the
+  // blocks that race sequence i's recovery or bonus row each leave their
+  // winner in race_slots[i * race_slots_per_sequence + g] instead of merging
+  // on the device (a ticket and a read-back after the last block's sweep:
+  // ~1 us of every launch on the H100), and the sequence's outcome is written
+  // as kRejectionRacePending with accepted_lengths[i] = k and
+  // error_positions[i] = k; FinishRejectionOutcomes (rejection_finish.h)
+  // completes it on the host from a copy of the slots. accepted_lengths is
+  // then the decision's k on the device even for a sequence whose swept row
+  // turns out to hold an invalid value (the host reports the error and k 0):
+  // a row copy after the launch copies its k rows. race_slots_per_sequence
+  // must equal RejectionRaceSlotsPerSequence for the batch; not combinable
+  // with greedy_target_tokens, which need the token on the device. The CPU
+  // reference ignores both and finishes every outcome.
+  RejectionRaceSlot* race_slots = nullptr;
+  int32_t race_slots_per_sequence = 0;
 };
 
 // Sequence i's greedy target token at position j (0 <= j <= gamma) for an

@@ -1,6 +1,6 @@
 // Fragment of kernels/sampling/rejection_sample.cu: AcceptRaceKernel: the
 // decision, the sweep of the block's share and the merge of every block's
-// winner into the sequence's outcome.
+// winner into the sequence's outcome (or, host-finished, into its slot).
 // Included once, inside that file's anonymous namespace, after rejection_race_sweep.cuh;
 // not a standalone header: it uses the names of the fragments before it and
 // of the includes at the top of rejection_sample.cu. Split out of that single
@@ -99,6 +99,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
 
   // The recovery (k < gamma) or bonus (k == gamma) row, this block's share.
   const int32_t k = d.k;
+  const bool host_finishes = a.out.race_slots != nullptr;
+  if (host_finishes && g == 0 && threadIdx.x == 0) WritePendingOutcome(a, i, gamma, k);
   const bool residual = k < gamma;
   const bool use_draft_row = residual && in.has_draft_probs;
   const int64_t target_row = static_cast<int64_t>(first) + i + k;
@@ -152,15 +154,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
     warp_flags[warp] = flags;
   }
   __syncthreads();
-  // One atomic per block and race result, then a ticket: the block that
-  // takes the sequence's last one reads the folded word and flags, writes
-  // the outcome and clears the three (no merging kernel after the grid).
+  // Host-finished: the block's winner goes to its slot, one 16-byte store.
+  // Otherwise one atomic per block and race result, then a ticket: the block
+  // that takes the sequence's last one reads the folded word and flags,
+  // writes the outcome and clears the three (no merging kernel after the
+  // grid).
   if (threadIdx.x == 0) {
     unsigned long long word = warp_words[0];
     int32_t block_flags = warp_flags[0];
     for (int w = 1; w < kWarps; ++w) {
       word = race_result::Better(word, warp_words[w]);
       block_flags |= warp_flags[w];
+    }
+    if (host_finishes) {
+      RejectionRaceSlot slot;
+      slot.word = word;
+      slot.flags = static_cast<uint32_t>(block_flags);
+      a.out.race_slots[static_cast<int64_t>(i) * a.blocks_per_sequence + g] = slot;
+      return;
     }
     if (word != race_result::kNoWord) atomicMax(&a.scratch.race_words[i], word);
     if (block_flags != 0) atomicOr(&a.scratch.race_flags[i], static_cast<uint32_t>(block_flags));

@@ -179,6 +179,49 @@ cudaError_t LaunchFilter(const RejectionBatchInput& in, const ScratchLayout& lay
   return cudaLaunchKernelEx(&config, FilterKernel<D>, FilterArgs{in, layout, slices});
 }
 
+// The race launch a batch gets: its kernel (by value kind, method and the
+// blocks per SM it is compiled for) and its blocks per sequence. Host
+// queries only, cached: safe inside stream capture.
+struct RacePlan {
+  void (*kernel)(RaceArgs) = nullptr;
+  int32_t blocks_per_sequence = 0;
+};
+
+template <SampleDtype D>
+cudaError_t PlanRace(const RejectionBatchInput& in, const RejectionScratch& scratch, RacePlan* plan) {
+  const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
+  // Log-probabilities need no row pass (unless validate_full_rows): the race
+  // kernel converts the two scalars per position and the sampled row(s) as it
+  // reads them.
+  const auto race_kernel = [&](auto min_blocks) -> void (*)(RaceArgs) {
+    constexpr int kMin = decltype(min_blocks)::value;
+    return logits_exact                          ? AcceptRaceKernel<D, RaceMode::kLogitsExact, kMin>
+           : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid, kMin>
+           : in.kind == SampleValueKind::kLogProbabilities ? AcceptRaceKernel<D, RaceMode::kLogProbabilities, kMin>
+                                                           : AcceptRaceKernel<D, RaceMode::kProbabilities, kMin>;
+  };
+  void (*race)(RaceArgs) = race_kernel(std::integral_constant<int, kRaceBlocksPerSm>{});
+  // Never plan for more blocks per SM than fit (registers: 80 or 128 per
+  // thread, kRaceBlocksPerSm; shared memory: 40 KB of staging a block): a
+  // plan beyond that is a second wave. A plan of 2 or fewer takes the
+  // kernel compiled for 2. Never more than kRaceBlocksPerSm either, which
+  // bounds the race slots a batch needs (RejectionRaceSlotsBound).
+  int32_t fit = 0;
+  if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
+  int32_t blocks_per_sm =
+      std::min({scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm : RejectionRaceBlocksPerSm(in.num_sequences),
+                fit, kRaceBlocksPerSm});
+  if (blocks_per_sm <= kRaceBlocksPerSmSmall) {
+    race = race_kernel(std::integral_constant<int, kRaceBlocksPerSmSmall>{});
+    if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
+    blocks_per_sm = std::min(blocks_per_sm, fit);
+  }
+  plan->kernel = race;
+  plan->blocks_per_sequence =
+      RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms, blocks_per_sm);
+  return cudaSuccess;
+}
+
 template <SampleDtype D>
 cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScratch& scratch, cudaStream_t stream) {
   const RejectionBatchInput& in = params.input;
@@ -188,6 +231,15 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
   const bool logits_exact = in.kind == SampleValueKind::kLogits && in.method == SampleMethod::kExact;
   const bool row_pass = logits_exact || in.validate_full_rows;
   const int32_t num_chunks = rejection::NumChunks(in.vocab_size);
+  RacePlan race;
+  if (cudaError_t e = PlanRace<D>(in, scratch, &race); e != cudaSuccess) return e;
+  // Host-finished races: the caller sized the slots for this plan, and no
+  // outcome that needs the token on the device was asked for.
+  if (params.output.race_slots != nullptr &&
+      (params.output.race_slots_per_sequence != race.blocks_per_sequence ||
+       params.output.greedy_target_tokens != nullptr)) {
+    return cudaErrorInvalidValue;
+  }
   bool dependent = false;
   if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
   cudaLaunchAttribute attribute{};
@@ -234,48 +286,20 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
       return e;
     }
   }
-  // Log-probabilities need no row pass (unless validate_full_rows): the race
-  // kernel converts the two scalars per position and the sampled row(s) as it
-  // reads them.
-  const auto race_kernel = [&](auto min_blocks) -> void (*)(RaceArgs) {
-    constexpr int kMin = decltype(min_blocks)::value;
-    return logits_exact                          ? AcceptRaceKernel<D, RaceMode::kLogitsExact, kMin>
-           : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid, kMin>
-           : in.kind == SampleValueKind::kLogProbabilities ? AcceptRaceKernel<D, RaceMode::kLogProbabilities, kMin>
-                                                           : AcceptRaceKernel<D, RaceMode::kProbabilities, kMin>;
-  };
-  void (*race)(RaceArgs) = race_kernel(std::integral_constant<int, kRaceBlocksPerSm>{});
-  // Never plan for more blocks per SM than fit (registers: 80 or 128 per
-  // thread, kRaceBlocksPerSm; shared memory: 40 KB of staging a block): a
-  // plan beyond that is a second wave. A plan of 2 or fewer takes the
-  // kernel compiled for 2.
-  int32_t fit = 0;
-  if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
-  int32_t blocks_per_sm = std::min(
-      scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm : RejectionRaceBlocksPerSm(in.num_sequences), fit);
-  if (blocks_per_sm <= kRaceBlocksPerSmSmall) {
-    race = race_kernel(std::integral_constant<int, kRaceBlocksPerSmSmall>{});
-    if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
-    blocks_per_sm = std::min(blocks_per_sm, fit);
-  }
-  RaceArgs args{in, params.output, layout, num_target_rows,
-                RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms, blocks_per_sm),
-                logits_exact,
+  RaceArgs args{in, params.output, layout, num_target_rows, race.blocks_per_sequence, logits_exact,
                 !logits_exact && in.validate_full_rows};
   const int64_t blocks = static_cast<int64_t>(args.blocks_per_sequence) * in.num_sequences;
-  {
-    // After a row pass the race is a programmatic dependent of the combine
-    // (or filter) grid: it waits for it before its decision reads the
-    // normalizers, and its launch overlaps that grid.
-    cudaLaunchConfig_t race_config{};
-    race_config.gridDim = dim3(static_cast<unsigned>(blocks));
-    race_config.blockDim = dim3(kThreads);
-    race_config.dynamicSmemBytes = kRaceStageBytes;
-    race_config.stream = stream;
-    race_config.attrs = (dependent && row_pass) ? &attribute : nullptr;
-    race_config.numAttrs = (dependent && row_pass) ? 1 : 0;
-    return cudaLaunchKernelEx(&race_config, race, args);
-  }
+  // After a row pass the race is a programmatic dependent of the combine
+  // (or filter) grid: it waits for it before its decision reads the
+  // normalizers, and its launch overlaps that grid.
+  cudaLaunchConfig_t race_config{};
+  race_config.gridDim = dim3(static_cast<unsigned>(blocks));
+  race_config.blockDim = dim3(kThreads);
+  race_config.dynamicSmemBytes = kRaceStageBytes;
+  race_config.stream = stream;
+  race_config.attrs = (dependent && row_pass) ? &attribute : nullptr;
+  race_config.numAttrs = (dependent && row_pass) ? 1 : 0;
+  return cudaLaunchKernelEx(&race_config, race.kernel, args);
 }
 
 }  // namespace
@@ -322,6 +346,26 @@ int32_t RejectionRaceBlocksPerSequence(int32_t num_sequences, int32_t vocab_size
   // 400 blocks for 396 slots, cost 24.3 us against 19.2 us in one wave).
   const int32_t wanted = std::max(1, blocks_per_sm) * std::max(1, num_sms) / std::max(1, num_sequences);
   return std::clamp(wanted, 1, MaxRaceBlocks(vocab_size));
+}
+
+cudaError_t RejectionRaceSlotsPerSequence(const RejectionBatchInput& in, const RejectionScratch& scratch,
+                                          int32_t* slots) {
+  if (slots == nullptr) return cudaErrorInvalidValue;
+  RacePlan plan;
+  cudaError_t e = cudaErrorInvalidValue;
+  switch (in.dtype) {
+    case SampleDtype::kFloat32: e = PlanRace<SampleDtype::kFloat32>(in, scratch, &plan); break;
+    case SampleDtype::kFloat16: e = PlanRace<SampleDtype::kFloat16>(in, scratch, &plan); break;
+    case SampleDtype::kBFloat16: e = PlanRace<SampleDtype::kBFloat16>(in, scratch, &plan); break;
+  }
+  if (e == cudaSuccess) *slots = plan.blocks_per_sequence;
+  return e;
+}
+
+int64_t RejectionRaceSlotsBound(const RejectionScratchLimits& limits, int32_t num_sms) {
+  // G = clamp(blocks_per_sm * SMs / b, 1, ...) with blocks_per_sm <=
+  // kRaceBlocksPerSm: b * G is at most b, or blocks_per_sm * SMs.
+  return std::max<int64_t>(limits.max_sequences, int64_t{kRaceBlocksPerSm} * num_sms);
 }
 
 cudaError_t RejectionFilterSlices(SampleDtype dtype, int64_t num_target_rows, int32_t* slices) {

@@ -16,7 +16,10 @@
 //     ticket reads the word, writes every output and clears the word, flags
 //     and ticket, so graph replays need no memset. (A finalize kernel after
 //     the grid did this until 2026-11-26: H100, B=8 13.06 -> 12.64 us, fp32
-//     logits B=8 56.4 -> 54.5.) G is chosen for 2 blocks per SM
+//     logits B=8 56.4 -> 54.5.) With output.race_slots each block instead
+//     stores its winner in its slot and the host folds the G slots after the
+//     result copy (FinishRejectionOutcomes): no ticket, no read-back, ~1 us
+//     less per launch. G is chosen for 2 blocks per SM
 //     (RejectionRaceBlocksPerSm), in one wave up to 2 x SMs sequences (G=1
 //     beyond); the race kernel is compiled for 2 and for 3
 //     (RejectionScratch::race_blocks_per_sm).
@@ -107,6 +110,16 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
 // Race blocks per SM the launcher plans for a batch of `num_sequences` when
 // RejectionScratch::race_blocks_per_sm is 0.
 int32_t RejectionRaceBlocksPerSm(int32_t num_sequences);
+
+// Race slots per sequence (RejectionBatchOutput::race_slots_per_sequence)
+// that LaunchRejectionSample needs for this batch on this scratch: the race's
+// blocks per sequence. Host queries only (cached): safe inside stream capture.
+cudaError_t RejectionRaceSlotsPerSequence(const RejectionBatchInput& in, const RejectionScratch& scratch,
+                                          int32_t* slots);
+
+// The most race slots (num_sequences * slots per sequence) any batch within
+// `limits` needs on a device of `num_sms` SMs: what to reserve at start-up.
+int64_t RejectionRaceSlotsBound(const RejectionScratchLimits& limits, int32_t num_sms);
 
 // Blocks per target row the filter uses for `num_target_rows` filtered
 // rows of `dtype` on the current device when RejectionScratch::filter_slices

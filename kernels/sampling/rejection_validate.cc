@@ -92,6 +92,7 @@ const char* RejectionCodeName(int32_t code) {
     case kRejectionEmptyTargetRow: return "target row to sample from has no positive probability";
     case kRejectionBadSequenceParams: return "temperature, top_k or top_p out of range";
     case kRejectionBadRowSum: return "probability row sum is zero or not finite";
+    case kRejectionRacePending: return "sampled token not finished on the host (FinishRejectionOutcomes)";
     default: return "unknown error code";
   }
 }
@@ -100,6 +101,10 @@ absl::Status RejectionOutcomeStatus(const int32_t* status_codes, const int32_t* 
                                     int32_t num_sequences) {
   for (int32_t i = 0; i < num_sequences; ++i) {
     if (status_codes[i] == kRejectionOk) continue;
+    if (status_codes[i] == kRejectionRacePending) {
+      // Not the caller's input: the server skipped the host's half of the race.
+      return absl::InternalError(absl::StrCat("sequence ", i, ": ", RejectionCodeName(status_codes[i])));
+    }
     const char* field = "target";
     switch (status_codes[i]) {
       case kRejectionDraftTokenOutOfRange: field = "draft_tokens"; break;

@@ -29,7 +29,8 @@ absl::Status ValidateRejectionBatch(const RejectionSampleParams& params,
 
 // kOk, or kInvalidArgument for the first sequence whose status code is not
 // kRejectionOk, naming it, the position and what was wrong. Reads host copies
-// of output.status_codes and output.error_positions.
+// of output.status_codes and output.error_positions. A kRejectionRacePending
+// code left unfinished is kInternal.
 absl::Status RejectionOutcomeStatus(const int32_t* status_codes, const int32_t* error_positions,
                                     int32_t num_sequences);
 

@@ -3,6 +3,7 @@
 
 add_library(specverify_sampling_cpu
   sampling/reference_rows.cc
+  sampling/rejection_finish.cc
   sampling/rejection_reference.cc
   sampling/rejection_validate.cc
 )

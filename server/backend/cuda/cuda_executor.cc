@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "server/backend/cuda/cuda_arena_memory.h"
 #include "server/backend/cuda/cuda_region.h"
+#include "kernels/sampling/rejection_finish.h"
 #include "server/backend/cuda/cuda_result_layout.h"
 
 namespace specverify::server {
@@ -86,6 +87,14 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
 
 CudaExecutor::CudaExecutor(const CudaExecutorOptions& options) : options_(options) {}
 
+RejectionScratchLimits CudaExecutor::SampledScratchLimits() const {
+  RejectionScratchLimits limits;
+  limits.max_sequences = options_.max_batch_sequences;
+  limits.max_total_draft_tokens = static_cast<int32_t>(max_total_rows_);
+  limits.max_vocab_size = kMaxSampledVocabSize;
+  return limits;
+}
+
 absl::Status CudaExecutor::Reserve() {
   SV_CUDA_RETURN_IF_ERROR(cudaSetDevice(options_.device_ordinal));
   SV_ASSIGN_OR_RETURN(device_name_, CudaDeviceName(options_.device_ordinal));
@@ -107,7 +116,13 @@ absl::Status CudaExecutor::Reserve() {
   largest_tree.tree = true;
   inputs_capacity_ = std::max({LayoutStaging(largest).inputs_total, LayoutStaging(largest_sampled).inputs_total,
                                LayoutStaging(largest_tree).inputs_total});
-  results_capacity_ = LayoutResults(options_.max_batch_sequences, max_total_rows_).total;
+  int sms = 0;
+  SV_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, options_.device_ordinal));
+  results_capacity_ =
+      LayoutResults(options_.max_batch_sequences, max_total_rows_,
+                    RejectionRaceSlotsBound(SampledScratchLimits(), sms))
+          .total;
   // A batch's distribution rows are part of its payload, which the batcher
   // bounds by max(--max_batch_bytes, one request <= --max_message_bytes).
   sampled_capacity_ =
@@ -203,10 +218,7 @@ absl::Status CudaExecutor::ReserveSlot(Slot& slot) {
                             &slot.device_sampled));
   SV_RETURN_IF_ERROR(pinned("pinned host memory (sampled inputs)", sampled_capacity_,
                             &slot.pinned_sampled));
-  RejectionScratchLimits rejection;
-  rejection.max_sequences = options_.max_batch_sequences;
-  rejection.max_total_draft_tokens = static_cast<int32_t>(max_total_rows_);
-  rejection.max_vocab_size = kMaxSampledVocabSize;
+  const RejectionScratchLimits rejection = SampledScratchLimits();
   const int64_t rejection_bytes = static_cast<int64_t>(RejectionScratchBytes(rejection));
   SV_RETURN_IF_ERROR(device("device memory (rejection-sampling scratch)", rejection_bytes,
                             &slot.rejection_scratch_memory));
@@ -397,7 +409,8 @@ absl::Status CudaExecutor::Finish(Work& work) {
   Batch& batch = *work.batch;
   const int32_t b = batch.inputs.num_sequences();
   const int64_t tree_rows = batch.key.tree ? batch.inputs.total_draft_rows() : 0;
-  const ResultLayout rl = LayoutResults(b, tree_rows);
+  const ResultLayout rl =
+      LayoutResults(b, tree_rows, int64_t{b} * work.race_slots_per_sequence);
   const std::byte* pin = slot.pinned_results.as<std::byte>();
   if (work.host_decided) {
     batch.path = ExecutionPathLabel::kHostDecided;  // results written at launch
@@ -423,6 +436,20 @@ absl::Status CudaExecutor::Finish(Work& work) {
     sr.error_positions.resize(b);
     std::memcpy(sr.status_codes.data(), pin + rl.status_codes, sizeof(int32_t) * b);
     std::memcpy(sr.error_positions.data(), pin + rl.error_positions, sizeof(int32_t) * b);
+    if (work.race_slots_per_sequence > 0) {
+      // The race's merge, taken off the device. The packed offsets above
+      // were made from the device's k (the rows the copy wrote): a sequence
+      // the fold fails keeps its rows' room in the packed buffer, so the
+      // sequences after it still find theirs.
+      RejectionBatchOutput finished;
+      finished.accepted_lengths = batch.results.accepted_lengths.data();
+      finished.next_tokens = batch.results.next_tokens.data();
+      finished.mismatch = batch.results.mismatch.data();
+      finished.status_codes = sr.status_codes.data();
+      finished.error_positions = sr.error_positions.data();
+      FinishRejectionOutcomes(b, reinterpret_cast<const RejectionRaceSlot*>(pin + rl.race_slots),
+                              work.race_slots_per_sequence, finished);
+    }
     batch.path = ExecutionPathLabel::kSampling;
     batch.exact = IsExactMethod(batch.key.method);
   }

@@ -154,11 +154,16 @@ class CudaExecutor final : public Backend {
     // Sampled chains without KV rows: no pack ran, so the completion makes
     // the packed offsets from the accepted lengths.
     bool packed_offsets_on_host = false;
+    // Sampled chains: the race's blocks per sequence whose winners came back
+    // in the results' race slots for the completion to fold (0: none).
+    int32_t race_slots_per_sequence = 0;
     int64_t results_bytes = 0;
     bool mapped = false;          // inputs read, results written in place
   };
 
   explicit CudaExecutor(const CudaExecutorOptions& options);
+  // The rejection-sampling scratch of every slot: the largest batch.
+  RejectionScratchLimits SampledScratchLimits() const;
   absl::Status Reserve();
   absl::Status ReserveSlot(Slot& slot);
   void CompletionLoop();

@@ -19,6 +19,7 @@
 #include "kernels/common/cuda_status.h"
 #include "kernels/sampling/philox.h"
 #include "kernels/sampling/rejection_core.h"
+#include "kernels/sampling/rejection_finish.h"
 #include "kernels/sampling/rejection_reference.h"
 #include "kernels/sampling/rejection_sample.h"
 #include "kernels/sampling/rejection_validate.h"
@@ -46,7 +47,8 @@ T* Upload(const T* host, size_t count, std::vector<void*>& owned) {
 }
 
 // Runs one batch on the device (optionally through a captured graph replayed
-// `replays` times) and returns the host copy of the outputs.
+// `replays` times) and returns the host copy of the outputs; with
+// set_host_merge, through race slots the host folds as a server does.
 class DeviceRunner {
  public:
   ~DeviceRunner() {
@@ -87,6 +89,7 @@ class DeviceRunner {
     out.status_codes = Alloc<int32_t>(b);
     out.error_positions = Alloc<int32_t>(b);
     if (greedy_targets != nullptr) out.greedy_target_tokens = Alloc<int32_t>(target_rows);
+    EXPECT_FALSE(host_merge_ && greedy_targets != nullptr) << "greedy targets need the device merge";
     cudaStream_t stream;
     EXPECT_EQ(cudaStreamCreate(&stream), cudaSuccess);
     if (!keep_scratch_ || !scratch_ready_) {
@@ -101,6 +104,16 @@ class DeviceRunner {
     scratch.filter_slices = filter_slices_;
     scratch.row_pass_chunks_per_block = row_pass_chunks_per_block_;
     scratch.race_blocks_per_sm = race_blocks_per_sm_;
+    int32_t slots_per_sequence = 0;
+    if (host_merge_) {
+      EXPECT_EQ(RejectionRaceSlotsPerSequence(in, scratch, &slots_per_sequence), cudaSuccess);
+      EXPECT_GE(slots_per_sequence, 1);
+      EXPECT_LE(int64_t{b} * slots_per_sequence, RejectionRaceSlotsBound(scratch.limits, scratch.num_sms));
+      // Filled with 0xEE like every output: a slot its block did not write
+      // would be a word better than any real entrant.
+      out.race_slots = Alloc<RejectionRaceSlot>(static_cast<size_t>(b) * slots_per_sequence);
+      out.race_slots_per_sequence = slots_per_sequence;
+    }
     const RejectionSampleParams params{in, out};
     if (replays == 0) {
       EXPECT_EQ(LaunchRejectionSample(params, scratch, stream), cudaSuccess);
@@ -127,6 +140,11 @@ class DeviceRunner {
       greedy_targets->resize(target_rows);
       Download(greedy_targets->data(), out.greedy_target_tokens, target_rows);
     }
+    if (host_merge_) {
+      std::vector<RejectionRaceSlot> slots(static_cast<size_t>(b) * slots_per_sequence);
+      Download(slots.data(), out.race_slots, slots.size());
+      FinishRejectionOutcomes(b, slots.data(), slots_per_sequence, host_out.view());
+    }
     return host_out;
   }
 
@@ -138,6 +156,9 @@ class DeviceRunner {
   // Race blocks per SM (RejectionScratch::race_blocks_per_sm); 0 lets the
   // launcher choose.
   void set_race_blocks_per_sm(int32_t blocks) { race_blocks_per_sm_ = blocks; }
+  // Race winners left in slots and folded on the host
+  // (RejectionBatchOutput::race_slots, FinishRejectionOutcomes).
+  void set_host_merge(bool host_merge) { host_merge_ = host_merge; }
   // Every Run launches on one scratch of `limits`, allocated by the first, as
   // a server's stream does.
   void keep_scratch(const RejectionScratchLimits& limits) {
@@ -177,6 +198,7 @@ class DeviceRunner {
   int32_t filter_slices_ = 0;
   int32_t row_pass_chunks_per_block_ = 0;
   int32_t race_blocks_per_sm_ = 0;
+  bool host_merge_ = false;
   bool keep_scratch_ = false;
   bool scratch_ready_ = false;
   RejectionScratchLimits kept_limits_;
@@ -209,6 +231,8 @@ SamplingWorkloadOptions MixedWorkload(SampleValueKind kind, SampleDtype dtype, b
   o.seed = seed;
   return o;
 }
+
+std::string MergeName(bool host_merge) { return host_merge ? " (host merge)" : " (device merge)"; }
 
 void ExpectSameOutputs(const RejectionHostOutputs& gpu, const RejectionHostOutputs& cpu, const std::string& what) {
   SCOPED_TRACE(what);
@@ -257,10 +281,14 @@ TEST_F(RejectionCudaTest, MatchesTheCpuReferenceAcrossTheGrid) {
           ASSERT_TRUE(w.ok());
           const std::string what = absl::StrCat("b ", g.b, " V ", g.vocab, " dtype ", static_cast<int>(dtype),
                                                 " kind ", static_cast<int>(kind), " draft ", draft, " seed ", o.seed);
-          DeviceRunner runner;
           std::vector<int32_t> gpu_targets, cpu_targets;
-          ExpectSameOutputs(runner.Run(w->input(), 0, &gpu_targets), RunCpu(w->input(), &cpu_targets), what);
+          const RejectionHostOutputs cpu = RunCpu(w->input(), &cpu_targets);
+          DeviceRunner runner;
+          ExpectSameOutputs(runner.Run(w->input(), 0, &gpu_targets), cpu, what + MergeName(false));
           EXPECT_EQ(gpu_targets, cpu_targets) << what << ": greedy_target_tokens";
+          DeviceRunner host_merge;
+          host_merge.set_host_merge(true);
+          ExpectSameOutputs(host_merge.Run(w->input()), cpu, what + MergeName(true));
         }
       }
     }
@@ -357,10 +385,14 @@ TEST_F(RejectionCudaTest, TargetShapeOfTheBenchmarkMatches) {
     o.seed = 42;
     auto w = GenerateSamplingWorkload(o);
     ASSERT_TRUE(w.ok());
-    DeviceRunner runner;
-    ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()),
-                      absl::StrCat("kind ", static_cast<int>(shape.kind), " dtype ", static_cast<int>(shape.dtype),
-                                   shape.filtered ? " top-k 50 + top-p 0.9" : ""));
+    const RejectionHostOutputs cpu = RunCpu(w->input());
+    for (bool host_merge : {false, true}) {
+      DeviceRunner runner;
+      runner.set_host_merge(host_merge);
+      ExpectSameOutputs(runner.Run(w->input()), cpu,
+                        absl::StrCat("kind ", static_cast<int>(shape.kind), " dtype ", static_cast<int>(shape.dtype),
+                                     shape.filtered ? " top-k 50 + top-p 0.9" : "", MergeName(host_merge)));
+    }
   }
 }
 
@@ -606,8 +638,12 @@ TEST_F(RejectionCudaTest, BadValuesAndIdsAreReportedLikeTheReference) {
       EXPECT_EQ(cpu.status_codes[3], kRejectionBadDraftValue);
       EXPECT_EQ(cpu.status_codes[7], kRejectionDraftTokenOutOfRange);
       EXPECT_EQ(cpu.error_positions[7], 1);
-      DeviceRunner runner;
-      ExpectSameOutputs(runner.Run(in), cpu, absl::StrCat("kind ", static_cast<int>(kind), " full ", full_rows));
+      for (bool host_merge : {false, true}) {
+        DeviceRunner runner;
+        runner.set_host_merge(host_merge);
+        ExpectSameOutputs(runner.Run(in), cpu,
+                          absl::StrCat("kind ", static_cast<int>(kind), " full ", full_rows, MergeName(host_merge)));
+      }
     }
   }
 }
@@ -670,10 +706,14 @@ TEST_F(RejectionCudaTest, LogProbabilityEdgeValuesMatch) {
         const RejectionBatchInput in = batch.input();
         RejectionHostOutputs check(in.num_sequences, 0);
         ASSERT_THAT(ValidateRejectionBatch(RejectionSampleParams{in, check.view()}), IsOk());
-        DeviceRunner runner;
-        ExpectSameOutputs(runner.Run(in), RunCpu(in),
-                          absl::StrCat("log-probability edges, V ", vocab, " dtype ", static_cast<int>(dtype),
-                                       " draft ", draft));
+        const RejectionHostOutputs cpu = RunCpu(in);
+        for (bool host_merge : {false, true}) {
+          DeviceRunner runner;
+          runner.set_host_merge(host_merge);
+          ExpectSameOutputs(runner.Run(in), cpu,
+                            absl::StrCat("log-probability edges, V ", vocab, " dtype ", static_cast<int>(dtype),
+                                         " draft ", draft, MergeName(host_merge)));
+        }
       }
     }
   }
@@ -889,11 +929,14 @@ TEST_F(RejectionCudaTest, RaceBlocksPerSmChangeNoOutcome) {
         ASSERT_TRUE(w.ok());
         const RejectionHostOutputs cpu = RunCpu(w->input());
         for (int32_t blocks : {1, 2, 3}) {
-          DeviceRunner runner;
-          runner.set_race_blocks_per_sm(blocks);
-          ExpectSameOutputs(runner.Run(w->input()), cpu,
-                            absl::StrCat("kind ", static_cast<int>(kind), " dtype ", static_cast<int>(dtype),
-                                         " draft ", draft, " race blocks per SM ", blocks));
+          for (bool host_merge : {false, true}) {
+            DeviceRunner runner;
+            runner.set_race_blocks_per_sm(blocks);
+            runner.set_host_merge(host_merge);
+            ExpectSameOutputs(runner.Run(w->input()), cpu,
+                              absl::StrCat("kind ", static_cast<int>(kind), " dtype ", static_cast<int>(dtype),
+                                           " draft ", draft, " race blocks per SM ", blocks, MergeName(host_merge)));
+          }
         }
       }
     }
@@ -903,9 +946,9 @@ TEST_F(RejectionCudaTest, RaceBlocksPerSmChangeNoOutcome) {
 // Every launch leaves its scratch as it found it (race words, flags and
 // tickets at zero), so the next batch on the same scratch is right: batches
 // of every value kind and of both row races, each checked against the CPU
-// reference, one after another on one scratch. A ticket or word left behind
-// would leave an outcome unwritten (the output keeps its fill) or let a
-// stale winner through.
+// reference, one after another on one scratch, device and host merges
+// taking turns. A ticket or word left behind would leave an outcome
+// unwritten (the output keeps its fill) or let a stale winner through.
 TEST_F(RejectionCudaTest, BatchesInARowOnOneScratchMatch) {
   DeviceRunner runner;
   runner.keep_scratch(RejectionScratchLimits{12, 12 * 6, 20000});
@@ -916,9 +959,11 @@ TEST_F(RejectionCudaTest, BatchesInARowOnOneScratchMatch) {
       for (bool draft : {true, false}) {
         auto w = GenerateSamplingWorkload(MixedWorkload(kind, SampleDtype::kFloat32, draft, 12, 20000, 6, ++seed));
         ASSERT_TRUE(w.ok());
+        const bool host_merge = (round + (draft ? 1 : 0)) % 2 == 1;
+        runner.set_host_merge(host_merge);
         ExpectSameOutputs(runner.Run(w->input()), RunCpu(w->input()),
                           absl::StrCat("round ", round, " kind ", static_cast<int>(kind), " draft ", draft, " seed ",
-                                       seed));
+                                       seed, MergeName(host_merge)));
       }
     }
   }
@@ -932,9 +977,48 @@ TEST_F(RejectionCudaTest, GraphReplaysGiveTheSameResults) {
   o.seed = 77;
   auto w = GenerateSamplingWorkload(o);
   ASSERT_TRUE(w.ok());
-  DeviceRunner runner;
-  // Three replays: the tickets each launch leaves at zero make the next one right.
-  ExpectSameOutputs(runner.Run(w->input(), /*replays=*/3), RunCpu(w->input()), "graph x3");
+  const RejectionHostOutputs cpu = RunCpu(w->input());
+  // Three replays: the tickets each launch leaves at zero make the next one
+  // right; host-merged, each replay rewrites every slot it folds.
+  for (bool host_merge : {false, true}) {
+    DeviceRunner runner;
+    runner.set_host_merge(host_merge);
+    ExpectSameOutputs(runner.Run(w->input(), /*replays=*/3), cpu, "graph x3" + MergeName(host_merge));
+  }
+}
+
+// A host-merged launch is refused before anything is enqueued when its slots
+// are not those of the race it plans (the host would fold the wrong blocks
+// together) or when greedy targets, which need the token on the device, are
+// asked for as well.
+TEST_F(RejectionCudaTest, HostMergeNeedsTheSlotsOfItsPlanAndNoGreedyTargets) {
+  RejectionBatchInput in;
+  in.num_sequences = 8;
+  in.vocab_size = 151936;
+  in.total_draft_tokens = 64;
+  const RejectionScratchLimits limits{8, 64, 151936};
+  const size_t bytes = RejectionScratchBytes(limits);
+  void* memory = nullptr;
+  ASSERT_CUDA(cudaMalloc(&memory, bytes));
+  RejectionScratch scratch;
+  ASSERT_CUDA(InitRejectionScratch(memory, bytes, limits, nullptr, &scratch));
+  int32_t slots = 0;
+  ASSERT_CUDA(RejectionRaceSlotsPerSequence(in, scratch, &slots));
+  EXPECT_EQ(slots, RejectionRaceBlocksPerSequence(8, 151936, scratch.num_sms));
+  EXPECT_LE(int64_t{8} * slots, RejectionRaceSlotsBound(scratch.limits, scratch.num_sms));
+  RejectionBatchOutput out;  // never written: nothing may be launched
+  int32_t* unused = static_cast<int32_t*>(memory);
+  out.accepted_lengths = out.next_tokens = out.status_codes = out.error_positions = unused;
+  out.mismatch = static_cast<uint8_t*>(memory);
+  out.race_slots = static_cast<RejectionRaceSlot*>(memory);
+  out.race_slots_per_sequence = slots + 1;
+  EXPECT_EQ(LaunchRejectionSample(RejectionSampleParams{in, out}, scratch, nullptr), cudaErrorInvalidValue);
+  out.race_slots_per_sequence = slots;
+  out.greedy_target_tokens = unused;
+  EXPECT_EQ(LaunchRejectionSample(RejectionSampleParams{in, out}, scratch, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaFree(memory), cudaSuccess);
 }
 
 class RejectionCudaStatsTest : public ::testing::TestWithParam<testing::StatCase> {

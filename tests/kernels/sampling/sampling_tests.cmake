@@ -11,6 +11,10 @@ specverify_test(rejection_reference_test
   SOURCES sampling/rejection_reference_test.cc
   LIBS specverify_sampling_workload
   LABELS kernels sampling)
+specverify_test(rejection_finish_test
+  SOURCES sampling/rejection_finish_test.cc
+  LIBS specverify_sampling_cpu
+  LABELS kernels sampling)
 specverify_test(sampling_workload_test
   SOURCES sampling/sampling_workload_test.cc
   LIBS specverify_sampling_workload
