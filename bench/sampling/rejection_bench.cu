@@ -511,16 +511,27 @@ int Main(const Options& opt) {
           const Stats filtered = TimeIt(
               [&](int c) { BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], out}, scratch, stream)); },
               filtered_copies, opt.runs, stream);
+          RejectionBatchOutput filtered_host_merged = host_merged;
+          BENCH_CUDA(
+              RejectionRaceSlotsPerSequence(set.inputs[0], scratch, &filtered_host_merged.race_slots_per_sequence));
+          const Stats filtered_host = TimeIt(
+              [&](int c) {
+                BENCH_CUDA(
+                    LaunchRejectionSample(RejectionSampleParams{set.inputs[c], filtered_host_merged}, scratch, stream));
+              },
+              filtered_copies, opt.runs, stream);
           char path[64];
           std::snprintf(path, sizeof(path), "cuda_rejection_topk%d_topp%g", opt.top_k, opt.top_p);
-          rows.push_back(Row{kind_name, path, fb, gamma, vocab, filtered_copies,
-                             RejectionRaceBlocksPerSequence(fb, vocab, scratch.num_sms, scratch.race_blocks_per_sm), 0,
-                             filtered});
+          const int32_t fg = RejectionRaceBlocksPerSequence(fb, vocab, scratch.num_sms, scratch.race_blocks_per_sm);
+          rows.push_back(Row{kind_name, path, fb, gamma, vocab, filtered_copies, fg, 0, filtered});
+          rows.push_back(Row{kind_name, std::string(path) + "_host_merge", fb, gamma, vocab, filtered_copies, fg, 0,
+                             filtered_host});
           int32_t slices = opt.filter_slices;
           if (slices == 0) BENCH_CUDA(RejectionFilterSlices(opt.dtype, int64_t{fb} * (gamma + 1), &slices));
-          std::printf("%s B=%d gamma=8 V=151936 top-k %d + top-p %g: median %.2f us p95 %.2f us (filter: %d blocks "
-                      "per row)\n",
-                      kind_name.c_str(), fb, opt.top_k, opt.top_p, filtered.median_us, filtered.p95_us, slices);
+          std::printf("%s B=%d gamma=8 V=151936 top-k %d + top-p %g: median %.2f us p95 %.2f us | host merge %.2f us "
+                      "p95 %.2f (filter: %d blocks per row)\n",
+                      kind_name.c_str(), fb, opt.top_k, opt.top_p, filtered.median_us, filtered.p95_us,
+                      filtered_host.median_us, filtered_host.p95_us, slices);
           for (void* p : set.owned) cudaFree(p);
         }
       }

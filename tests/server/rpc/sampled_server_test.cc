@@ -3,7 +3,10 @@
 // when a GPU is visible (those cases skip visibly otherwise) — driven through
 // Verify and VerifyStream by the real client, every answer checked against
 // the CPU reference recomputed for the same seeds (client/sampled_requests.h).
+#include <algorithm>
+#include <cstring>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -233,6 +236,60 @@ TEST_P(SampledServerTest, NanAtAReadPositionFailsOnlyItsRequestNamingSequenceAnd
       VerifyAll(Workload(SampleDtype::kFloat32, SampleValueKind::kProbabilities, true, 6),
                 settings);
   for (const auto& a : again) EXPECT_THAT(a, IsOk());
+}
+
+// An invalid value that only the race over the sampled row reads (not a
+// drafted token's value, which the decision reads first): on the GPU a race
+// block flags it and the completion's fold of the race slots fails the
+// sequence at k. The batch's other requests return their packed KV rows
+// inline: the failed sequence's rows, copied on the device with its k before
+// the fold knew, must not shift theirs.
+TEST_P(SampledServerTest, NanOnlyTheSampledRowHoldsFailsItsRequestAndKeepsTheOthersRows) {
+  options_.preferred_batch_sequences = 12;
+  options_.max_queue_delay_us = 50000;
+  Start();
+  if (server_ == nullptr) return;
+  SamplingWorkload w = Workload(SampleDtype::kFloat32, SampleValueKind::kProbabilities, true, 15);
+  SampledRequestSettings settings;
+  settings.kv_row_bytes = 48;
+  settings.kv_return = v1::KV_RETURN_INLINE;
+  // Request 1, its first sequence with accepted rows (so that rows were
+  // copied for it), the row its race sweeps.
+  const RejectionHostOutputs clean = SampledReference(w, settings);
+  int32_t in_request = 0;
+  while (in_request < 3 && clean.accepted_lengths[3 + in_request] == 0) ++in_request;
+  ASSERT_LT(in_request, 3) << "no sequence of request 1 accepts a draft token";
+  const int32_t bad = 3 + in_request;
+  const int32_t k = clean.accepted_lengths[bad];
+  const int32_t first = w.draft_offsets[bad];
+  const int32_t gamma = w.draft_offsets[bad + 1] - first;
+  int32_t element = 0;  // a token no drafted position reads
+  while (std::find(w.draft_tokens.begin() + first, w.draft_tokens.begin() + first + gamma, element) !=
+         w.draft_tokens.begin() + first + gamma) {
+    ++element;
+  }
+  const int64_t row = first + bad + k;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::memcpy(&w.target_values[(row * w.options.vocab_size + element) * 4], &nan, 4);
+  const RejectionHostOutputs expected = SampledReference(w, settings);
+  ASSERT_THAT(ExpectedRequestStatus(w, 1, expected),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr(absl::StrCat("sequence ", in_request, ", position ", k, ": target"))));
+  std::vector<absl::StatusOr<v1::VerifyResponse>> answers = VerifyAll(w, settings);
+  int64_t rows_after_bad = 0;
+  for (int32_t r = 0; r < 4; ++r) {
+    if (r == 1) {
+      EXPECT_THAT(answers[r],
+                  StatusIs(absl::StatusCode::kInvalidArgument,
+                           HasSubstr(absl::StrCat("sequence ", in_request, ", position ", k, ": target"))));
+      continue;
+    }
+    ASSERT_THAT(answers[r], IsOk()) << r;
+    EXPECT_THAT(CheckSampledResponse(w, r, settings, expected, *answers[r]), IsOk()) << r;
+    EXPECT_EQ(answers[r]->timing().batch_requests(), 4);  // it ran beside the bad one
+    if (r > 1) rows_after_bad += answers[r]->kv_inline().size() / 48;
+  }
+  EXPECT_GT(rows_after_bad, 0);  // rows packed after the failed sequence's were checked
 }
 
 // Log-probabilities: -inf is a valid value (the workload's disjoint shape
