@@ -3,9 +3,9 @@
 # the device merge, the same rejection_bench binary timing both per shape
 # (cuda_rejection = device merge, "host merge" = slots folded on the host),
 # with the read floor of the same run; two rounds over issue #17's shapes.
-# Then the GPU suites that the change touches. Bundle: .gpu-pack (build-gpu,
-# Release, CUDA arch 90): rejection_bench, rejection_cuda_test,
-# cuda_executor_test, sampled_server_test.
+# Then the parity suite. Bundle: .gpu-pack (build-gpu,
+# Release, CUDA arch 90): rejection_bench, rejection_cuda_test (the server
+# suites in run 2: the bundle limit).
 cd .gpu-pack && export LD_LIBRARY_PATH=$PWD/lib
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 git_rev=$(cat REVISION 2>/dev/null); echo "revision: $git_rev"
@@ -17,7 +17,7 @@ for round in 1 2; do
     ./bin/rejection_bench --only $shape --runs 200 --csv /dev/null 2>&1 | grep -E "ours median|top-k|error|code|differ"
   done
 done
-for t in rejection_cuda_test cuda_executor_test sampled_server_test; do
+for t in rejection_cuda_test; do
   echo "== $t"
   timeout 300 ./bin/$t 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED)|^\[  FAILED|Failure|error" | head -20
 done
