@@ -16,10 +16,11 @@ namespace specverify {
 // Completes every kRejectionRacePending outcome of `host_output` (host copies
 // of the five per-sequence outputs; its race_slots are not read) from
 // `slots`, the host copy of the launch's race_slots, `slots_per_sequence`
-// per sequence as for the launch, as the device merge would have: an invalid target value read by any block, else an invalid draft
-// value, is that error at position k with k 0 and no token; no entrant in
-// any slot is kRejectionEmptyTargetRow; else the best slot's token, k kept.
-// Outcomes not pending (decided without a race) are left as they are.
+// per sequence as for the launch, as the device merge would have: an
+// invalid target value read by any block, else an invalid draft value, is
+// that error at position k with k 0 and no token; no entrant in any slot is
+// kRejectionEmptyTargetRow; else the best slot's token, k kept. Outcomes
+// not pending (decided without a race) are left as they are.
 void FinishRejectionOutcomes(int32_t num_sequences, const RejectionRaceSlot* slots, int32_t slots_per_sequence,
                              const RejectionBatchOutput& host_output);
 

@@ -208,9 +208,9 @@ cudaError_t PlanRace(const RejectionBatchInput& in, const RejectionScratch& scra
   // bounds the race slots a batch needs (RejectionRaceSlotsBound).
   int32_t fit = 0;
   if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
-  int32_t blocks_per_sm =
-      std::min({scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm : RejectionRaceBlocksPerSm(in.num_sequences),
-                fit, kRaceBlocksPerSm});
+  const int32_t planned =
+      scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm : RejectionRaceBlocksPerSm(in.num_sequences);
+  int32_t blocks_per_sm = std::min({planned, fit, kRaceBlocksPerSm});
   if (blocks_per_sm <= kRaceBlocksPerSmSmall) {
     race = race_kernel(std::integral_constant<int, kRaceBlocksPerSmSmall>{});
     if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;

@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "kernels/sampling/rejection_finish.h"
 #include "server/backend/cuda/cuda_arena_memory.h"
 #include "server/backend/cuda/cuda_region.h"
-#include "kernels/sampling/rejection_finish.h"
 #include "server/backend/cuda/cuda_result_layout.h"
 
 namespace specverify::server {

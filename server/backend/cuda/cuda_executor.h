@@ -179,9 +179,9 @@ class CudaExecutor final : public Backend {
   // greedy_host_decision_max_rows): the dispatcher's fused or two-step path,
   // results copied back.
   absl::Status LaunchGreedyOnDevice(Work& work, bool inject_fault);
-  // A sampled batch: LaunchRejectionSample, then, when it has KV rows, the
-  // greedy verify-and-pack on its greedy_target_tokens (the accepted KV
-  // rows); one D2H of results.
+  // A sampled batch: LaunchRejectionSample with race slots, then, when it has
+  // KV rows, one copy of each sequence's accepted rows; one D2H of results
+  // and slots, which the completion folds (FinishRejectionOutcomes).
   absl::Status LaunchSampled(Work& work, bool inject_fault);
   // A tree batch (greedy: one verify-and-pack launch; sampled: the tree
   // sampling launch, then the pack of its paths), results and paths back.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kernels/sampling/rejection_params.h"
 #include "server/backend/staging.h"
 
 namespace specverify::server {
@@ -31,7 +32,7 @@ inline ResultLayout LayoutResults(int64_t b, int64_t tree_rows = 0, int64_t race
   l.accepted_nodes = l.mismatch + StagingAlignUp(b);
   l.path_nodes = l.accepted_nodes + StagingAlignUp(4 * tree_rows);
   l.race_slots = l.path_nodes + StagingAlignUp(4 * tree_rows);
-  l.total = race_slots > 0  ? l.race_slots + 16 * race_slots
+  l.total = race_slots > 0  ? l.race_slots + int64_t{sizeof(RejectionRaceSlot)} * race_slots
             : tree_rows > 0 ? l.path_nodes + 4 * tree_rows
                             : l.mismatch + b;
   return l;

@@ -132,7 +132,8 @@ TEST(RejectionFinishTest, OutcomesDecidedWithoutARaceAreLeftAlone) {
 TEST(RejectionFinishTest, AnUnfinishedOutcomeIsAnInternalError) {
   const int32_t codes[2] = {kRejectionOk, kRejectionRacePending};
   const int32_t positions[2] = {-1, 3};
-  EXPECT_THAT(RejectionOutcomeStatus(codes, positions, 2), StatusIs(absl::StatusCode::kInternal, HasSubstr("FinishRejectionOutcomes")));
+  EXPECT_THAT(RejectionOutcomeStatus(codes, positions, 2),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("FinishRejectionOutcomes")));
 }
 
 }  // namespace
