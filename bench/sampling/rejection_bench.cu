@@ -420,7 +420,10 @@ int Main(const Options& opt) {
                              host_merged.race_slots_per_sequence, floor_bytes, ours_host_merged});
           rows.push_back(Row{kind_name, "read_floor", b, gamma, vocab, copies, 0, floor_bytes, floor});
           const bool headline = b == 8 && gamma == 8 && vocab == 151936;
-          if (headline) headline_median[kind_name] = ours.median_us;
+          if (headline) {
+            headline_median[kind_name] = ours.median_us;
+            headline_median[kind_name + "_host_merge"] = ours_host_merged.median_us;
+          }
           if (headline || (!opt.quick && b == 32 && gamma == 8 && vocab == 128256)) {
             const Stats full = TimeIt([&](int c) { launch(c, true); }, copies, opt.runs, stream);
             rows.push_back(Row{kind_name, "cuda_rejection_full_row_check", b, gamma, vocab, copies, g, floor_bytes, full});
@@ -537,11 +540,13 @@ int Main(const Options& opt) {
       }
     }
   }
-  if (headline_median.count("probabilities") && headline_median.count("logprobs")) {
-    const double ratio = headline_median["logprobs"] / headline_median["probabilities"];
-    std::printf("headline B=8 gamma=8 V=151936: logprobs %.2f us / probabilities %.2f us = %.3f (target <= 1.10: %s)\n",
-                headline_median["logprobs"], headline_median["probabilities"], ratio,
-                ratio <= 1.10 ? "met" : "NOT met");
+  for (const char* merge : {"", "_host_merge"}) {
+    const std::string logprobs = std::string("logprobs") + merge, probabilities = std::string("probabilities") + merge;
+    if (headline_median.count(probabilities) == 0 || headline_median.count(logprobs) == 0) continue;
+    const double ratio = headline_median[logprobs] / headline_median[probabilities];
+    std::printf("headline B=8 gamma=8 V=151936%s: logprobs %.2f us / probabilities %.2f us = %.3f (target <= 1.10: %s)\n",
+                *merge ? " (host merge, as served)" : "", headline_median[logprobs], headline_median[probabilities],
+                ratio, ratio <= 1.10 ? "met" : "NOT met");
   }
   FILE* csv = std::fopen(opt.csv_path.c_str(), "w");
   if (csv == nullptr) {
