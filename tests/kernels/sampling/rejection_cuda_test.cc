@@ -1,6 +1,7 @@
 // GPU rejection sampling against the CPU reference: identical outputs (tokens,
 // lengths, codes) over dtypes, kinds, shapes, ragged gammas and odd
-// vocabularies; bad values and ids reported per sequence; graph replay; and
+// vocabularies, with the race merged on the device and finished on the host
+// (race slots); bad values and ids reported per sequence; graph replay; and
 // the statistical cases of the CPU suite re-run on the device. Skips visibly
 // where no GPU is present.
 #include <cuda_runtime_api.h>
