@@ -28,8 +28,6 @@ __device__ __forceinline__ unsigned long long Better(unsigned long long a, unsig
   return a > b ? a : b;
 }
 
-__device__ __forceinline__ int32_t Token(unsigned long long word) { return RaceWordToken(word); }
-
 // One ticket of a sequence's race blocks, taken after the block's atomics on
 // the word and flags. acq_rel at device scope: those atomics happen before
 // the ticket, and the block that takes the last ticket sees every other

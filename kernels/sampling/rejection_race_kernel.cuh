@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
       if (final_flags & 1) return WriteOutcome(a, i, gamma, kRejectionBadTargetValue, k, k, -1);
       if (final_flags & 2) return WriteOutcome(a, i, gamma, kRejectionBadDraftValue, k, k, -1);
       if (final_word == race_result::kNoWord) return WriteOutcome(a, i, gamma, kRejectionEmptyTargetRow, k, k, -1);
-      WriteOutcome(a, i, gamma, kRejectionOk, -1, k, race_result::Token(final_word));
+      WriteOutcome(a, i, gamma, kRejectionOk, -1, k, RaceWordToken(final_word));
     }
   }
 }
