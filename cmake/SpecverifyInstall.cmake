@@ -13,9 +13,12 @@
 # CUDA regions of client/cuda_region.h. Headers keep their source paths
 # ("client/verifier_client.h", "specverify/v1/verifier.pb.h"). The package
 # finds gRPC, protobuf and abseil (and the CUDA toolkit, for client_cuda)
-# itself; tests/install/ builds a consumer against an installed tree.
+# itself; tests/install/ builds a consumer against an installed tree. Builds
+# that are not CMake use the pkg-config files beside the package
+# (cmake/SpecverifyPkgConfig.cmake): pkg-config --cflags --libs specverify.
 
 include(CMakePackageConfigHelpers)
+include(SpecverifyPkgConfig)
 
 set(SPECVERIFY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/specverify CACHE STRING
     "Where the specverify CMake package files go, relative to the install prefix")
@@ -117,6 +120,7 @@ function(specverify_install)
   install(FILES ${PROJECT_BINARY_DIR}/specverifyConfig.cmake ${PROJECT_BINARY_DIR}/specverifyConfigVersion.cmake
           DESTINATION ${SPECVERIFY_INSTALL_CMAKEDIR}
           COMPONENT client)
+  specverify_install_pkg_config()
 
   foreach(program specverify-server specverify-loadgen)
     if(TARGET ${program})

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # `cmake --install` as a worker's build uses it (cmake/SpecverifyInstall.cmake):
 #   1. installs the build tree into a fresh prefix;
-#   2. builds tests/install/consumer against that prefix alone
-#      (find_package(specverify) + specverify::client);
-#   3. starts the installed server (CPU backend, loopback) and runs the
-#      consumer: one greedy request checked against the rule;
+#   2. builds tests/install/consumer against that prefix alone, twice:
+#      with CMake (find_package(specverify) + specverify::client) and with
+#      the compiler and pkg-config only (specverify.pc, and specverify-cuda.pc
+#      where the tree was built with CUDA);
+#   3. starts the installed server (CPU backend, loopback) and runs both
+#      consumers: one greedy request each, checked against the rule;
 #   4. imports the installed Python package (from the prefix, not the build
 #      tree) with Debian's python3 and sends the same request through it.
 # Every process it starts dies with it; the prefix is removed afterwards.
@@ -53,6 +55,28 @@ cmake --build "$work/consumer" > "$work/consumer-build.log" 2>&1 \
   || { cat "$work/consumer-build.log"; fail "building the consumer"; }
 echo "install_test: consumer built in $(( $(date +%s) - start )) s"
 
+# The same consumer through pkg-config: the .pc files name every library in
+# link order and the Debian modules they need.
+pc_dir=$(dirname "$(find "$prefix" -path "*/pkgconfig/specverify.pc" | head -1)")
+[ -f "$pc_dir/specverify.pc" ] || fail "the prefix has no pkgconfig/specverify.pc"
+pc_modules=specverify
+pc_defines=()
+if [ -f "$pc_dir/specverify-cuda.pc" ]; then
+  pc_modules="specverify-cuda specverify"
+  pc_defines=(-DCONSUMER_HAS_CLIENT_CUDA=1)
+fi
+pc_flags=$(PKG_CONFIG_PATH="$pc_dir" pkg-config --cflags --libs $pc_modules) \
+  || fail "pkg-config --cflags --libs $pc_modules"
+case "$pc_flags" in
+  *"$prefix"*) ;;
+  *) fail "pkg-config's flags do not point into the prefix: $pc_flags" ;;
+esac
+start=$(date +%s)
+"$cxx" -std=c++20 "${pc_defines[@]}" -o "$work/consumer-pkg-config" "$here/consumer/consumer.cc" $pc_flags \
+  > "$work/consumer-pkg-config.log" 2>&1 \
+  || { cat "$work/consumer-pkg-config.log"; fail "building the consumer with pkg-config ($pc_modules)"; }
+echo "install_test: consumer built with pkg-config ($pc_modules) in $(( $(date +%s) - start )) s"
+
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # --pdeathsig: the server dies with this script even when it is SIGKILLed
 # (a CTest timeout), where the EXIT trap cannot run.
@@ -67,6 +91,7 @@ done
 grep -q "listening on port" "$work/server.stdout" || fail "the installed server did not listen within 10 s"
 
 timeout 60 "$work/consumer/consumer" 127.0.0.1:$port || fail "the consumer's request"
+timeout 60 "$work/consumer-pkg-config" 127.0.0.1:$port || fail "the pkg-config consumer's request"
 
 PYTHONPATH="$prefix/$python_dir" timeout 60 /usr/bin/python3 - "$prefix" "127.0.0.1:$port" <<'PY' || fail "the installed Python package"
 import os
