@@ -1,5 +1,6 @@
-# `cmake --install`: the server and the load generator, the C++ client
-# library as a CMake package, the wire API's .proto and the Python client.
+# `cmake --install`: the server and the load generator (with a systemd unit
+# and its flags file), the C++ client library as a CMake package, the wire
+# API's .proto and the Python client.
 #
 #   cmake --install build --prefix /opt/specverify
 #
@@ -22,6 +23,10 @@ include(SpecverifyPkgConfig)
 
 set(SPECVERIFY_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/specverify CACHE STRING
     "Where the specverify CMake package files go, relative to the install prefix")
+# systemd's unit path has <prefix>/lib/systemd/system for /usr and /usr/local
+# (not the multiarch library folder).
+set(SPECVERIFY_INSTALL_SYSTEMDDIR lib/systemd/system CACHE STRING
+    "Where the systemd unit goes, relative to the install prefix")
 
 # Where `import specverify` is found under the prefix: the layout of the
 # interpreter the client runs on (Debian's /usr/bin/python3, which has
@@ -127,6 +132,9 @@ function(specverify_install)
       install(TARGETS ${program} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT server)
     endif()
   endforeach()
+  if(TARGET specverify-server)
+    specverify_install_systemd_unit()
+  endif()
 
   if(TARGET specverify_python)
     install(DIRECTORY ${SPECVERIFY_PYTHON_PACKAGE_DIR}/specverify
@@ -134,4 +142,33 @@ function(specverify_install)
             COMPONENT python
             PATTERN "__pycache__" EXCLUDE)
   endif()
+endfunction()
+
+# The systemd unit (deploy/systemd/) names the installed server and its flags
+# file by absolute path, so it is written when `cmake --install` runs, under
+# the prefix that run installs to (`--prefix` included; a file written at
+# configure time would name the configure-time prefix). The flags file goes
+# to <prefix>/etc/specverify/ (/etc/specverify/ for the /usr prefix), and
+# only where there is none yet: a reinstall keeps an administrator's edits.
+function(specverify_install_systemd_unit)
+  set(unit_in ${PROJECT_SOURCE_DIR}/deploy/systemd/specverify-server.service.in)
+  set(flags_in ${PROJECT_SOURCE_DIR}/deploy/systemd/server.flags)
+  set(unit_out ${PROJECT_BINARY_DIR}/systemd/specverify-server.service)
+  install(CODE "
+    set(specverify_prefix \"\${CMAKE_INSTALL_PREFIX}\")
+    if(specverify_prefix STREQUAL \"/usr\")
+      set(specverify_etc /etc)
+    else()
+      set(specverify_etc \"\${specverify_prefix}/${CMAKE_INSTALL_SYSCONFDIR}\")
+    endif()
+    set(SPECVERIFY_SERVER \"\${specverify_prefix}/${CMAKE_INSTALL_BINDIR}/specverify-server\")
+    set(SPECVERIFY_FLAGS_FILE \"\${specverify_etc}/specverify/server.flags\")
+    configure_file(\"${unit_in}\" \"${unit_out}\" @ONLY)
+    file(INSTALL \"${unit_out}\" DESTINATION \"\${specverify_prefix}/${SPECVERIFY_INSTALL_SYSTEMDDIR}\")
+    if(EXISTS \"\$ENV{DESTDIR}\${SPECVERIFY_FLAGS_FILE}\")
+      message(STATUS \"Kept: \$ENV{DESTDIR}\${SPECVERIFY_FLAGS_FILE} (already there)\")
+    else()
+      file(INSTALL \"${flags_in}\" DESTINATION \"\${specverify_etc}/specverify\")
+    endif()
+  " COMPONENT server)
 endfunction()

@@ -5,9 +5,13 @@
 #      with CMake (find_package(specverify) + specverify::client) and with
 #      the compiler and pkg-config only (specverify.pc, and specverify-cuda.pc
 #      where the tree was built with CUDA);
-#   3. starts the installed server (CPU backend, loopback) and runs both
-#      consumers: one greedy request each, checked against the rule;
-#   4. imports the installed Python package (from the prefix, not the build
+#   3. checks the installed systemd unit (systemd-analyze verify, where
+#      systemd's tools are installed) and starts the installed server with
+#      the unit's own ExecStart line and flags file, overriding only the
+#      device (CPU backend) and the addresses (loopback, a free port);
+#   4. runs both consumers against it: one greedy request each, checked
+#      against the rule;
+#   5. imports the installed Python package (from the prefix, not the build
 #      tree) with Debian's python3 and sends the same request through it.
 # Every process it starts dies with it; the prefix is removed afterwards.
 #
@@ -77,10 +81,29 @@ start=$(date +%s)
   || { cat "$work/consumer-pkg-config.log"; fail "building the consumer with pkg-config ($pc_modules)"; }
 echo "install_test: consumer built with pkg-config ($pc_modules) in $(( $(date +%s) - start )) s"
 
+# The systemd unit names the installed server and flags file by their paths
+# in this prefix (written at install time).
+unit="$prefix/lib/systemd/system/specverify-server.service"
+[ -f "$unit" ] || fail "the prefix has no lib/systemd/system/specverify-server.service"
+[ -f "$prefix/etc/specverify/server.flags" ] || fail "the prefix has no etc/specverify/server.flags"
+exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
+[ "$exec_start" = "$prefix/bin/specverify-server --config_file=$prefix/etc/specverify/server.flags" ] \
+  || fail "the unit's ExecStart is not the installed server with the installed flags: $exec_start"
+if command -v systemd-analyze > /dev/null; then
+  # verify exits 0 on warnings it only prints: any output fails.
+  verify_output=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $verify_output"
+  [ -z "$verify_output" ] || fail "systemd-analyze verify: $verify_output"
+  echo "install_test: systemd-analyze verify: the unit is clean"
+else
+  echo "install_test: no systemd-analyze here: the unit's syntax is not checked"
+fi
+
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+read -ra unit_command <<< "$exec_start"
 # --pdeathsig: the server dies with this script even when it is SIGKILLed
-# (a CTest timeout), where the EXIT trap cannot run.
-setpriv --pdeathsig KILL "$prefix/bin/specverify-server" --device=cpu --listen_address=127.0.0.1:$port --metrics_address= \
+# (a CTest timeout), where the EXIT trap cannot run. The flags after the
+# unit's --config_file override the file's device and addresses.
+setpriv --pdeathsig KILL "${unit_command[@]}" --device=cpu --listen_address=127.0.0.1:$port --metrics_address= \
   > "$work/server.stdout" 2> "$work/server.log" &
 server_pid=$!
 for _ in $(seq 1 200); do
