@@ -89,6 +89,12 @@ unit="$prefix/lib/systemd/system/specverify-server.service"
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 [ "$exec_start" = "$prefix/bin/specverify-server --config_file=$prefix/etc/specverify/server.flags" ] \
   || fail "the unit's ExecStart is not the installed server with the installed flags: $exec_start"
+# Settings that close the unit's device policy would deny the GPUs' device
+# nodes (ProtectClock implies DeviceAllow=char-rtc r; PrivateDevices hides
+# /dev): a GPU host's server would fail to start.
+if grep -Eq '^(ProtectClock|PrivateDevices|DeviceAllow|DevicePolicy)=' "$unit"; then
+  fail "the unit closes its device policy: $(grep -E '^(ProtectClock|PrivateDevices|DeviceAllow|DevicePolicy)=' "$unit")"
+fi
 if command -v systemd-analyze > /dev/null; then
   # verify exits 0 on warnings it only prints: any output fails.
   verify_output=$(systemd-analyze verify "$unit" 2>&1) || fail "systemd-analyze verify: $verify_output"
