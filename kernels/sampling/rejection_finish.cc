@@ -17,14 +17,7 @@ void FinishRejectionOutcomes(int32_t num_sequences, const RejectionRaceSlot* slo
       word = std::max(word, own[g].word);
       flags |= own[g].flags;
     }
-    int32_t code = kRejectionOk;
-    if (flags & 1u) {
-      code = kRejectionBadTargetValue;
-    } else if (flags & 2u) {
-      code = kRejectionBadDraftValue;
-    } else if (word == kRaceNoEntrant) {
-      code = kRejectionEmptyTargetRow;
-    }
+    const int32_t code = RaceOutcomeCode(word, flags);
     out.status_codes[i] = code;
     if (code == kRejectionOk) {
       out.next_tokens[i] = RaceWordToken(word);

@@ -125,11 +125,15 @@ struct RejectionBatchInput {
 };
 
 
+// What a race block read that makes the sequence's outcome an error (the
+// flags of RejectionRaceSlot and of the device merge).
+inline constexpr uint32_t kRaceReadBadTarget = 1u;  // an invalid target value
+inline constexpr uint32_t kRaceReadBadDraft = 2u;   // an invalid draft value
+
 // One race block's winner, left for the host to fold
 // (RejectionBatchOutput::race_slots). `word` packs the winner so that the
 // larger word wins (the smaller key; on equal keys the lower token), 0 when
-// the block's share had no entrant; `flags` has bit 0 set when the block
-// read an invalid target value, bit 1 an invalid draft value.
+// the block's share had no entrant; `flags` the kRaceRead* bits.
 struct alignas(16) RejectionRaceSlot {
   uint64_t word = 0;
   uint32_t flags = 0;
@@ -156,6 +160,16 @@ SV_HD uint64_t RaceWord(float key, int32_t token, bool target_race) {
 }
 // The winner's token: the word's low 20 bits, inverted.
 SV_HD int32_t RaceWordToken(uint64_t word) { return static_cast<int32_t>(~word & 0xfffffu); }
+// A raced sequence's outcome from its blocks' folded word and flags, for
+// the device merge and FinishRejectionOutcomes alike: an invalid target
+// value read by any block, else an invalid draft value, else no entrant in
+// any share (kRejectionEmptyTargetRow), else kRejectionOk (the word's token).
+SV_HD int32_t RaceOutcomeCode(uint64_t word, uint32_t flags) {
+  if (flags & kRaceReadBadTarget) return kRejectionBadTargetValue;
+  if (flags & kRaceReadBadDraft) return kRejectionBadDraftValue;
+  if (word == kRaceNoEntrant) return kRejectionEmptyTargetRow;
+  return kRejectionOk;
+}
 
 struct RejectionBatchOutput {
   int32_t* accepted_lengths = nullptr;  // [b] k_i (0 on error): feeds the greedy pack

@@ -148,7 +148,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
   const int warp = threadIdx.x / 32;
   // Warp OR of the two flag bits (ballots: __reduce_or_sync needs sm_80 and
   // the build also emits compute_75 PTX).
-  flags = (__ballot_sync(kFullMask, flags & 1) ? 1 : 0) | (__ballot_sync(kFullMask, flags & 2) ? 2 : 0);
+  flags = (__ballot_sync(kFullMask, flags & kRaceReadBadTarget) ? kRaceReadBadTarget : 0) |
+          (__ballot_sync(kFullMask, flags & kRaceReadBadDraft) ? kRaceReadBadDraft : 0);
   if (threadIdx.x % 32 == 0) {
     warp_words[warp] = race_result::Better(race_result::Word(best_residual, false), race_result::Word(best_target, true));
     warp_flags[warp] = flags;
@@ -179,9 +180,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(Ra
       const unsigned long long final_word = atomicExch(&a.scratch.race_words[i], race_result::kNoWord);
       const uint32_t final_flags = atomicExch(&a.scratch.race_flags[i], 0u);
       a.scratch.race_tickets[i] = 0;
-      if (final_flags & 1) return WriteOutcome(a, i, gamma, kRejectionBadTargetValue, k, k, -1);
-      if (final_flags & 2) return WriteOutcome(a, i, gamma, kRejectionBadDraftValue, k, k, -1);
-      if (final_word == race_result::kNoWord) return WriteOutcome(a, i, gamma, kRejectionEmptyTargetRow, k, k, -1);
+      const int32_t code = RaceOutcomeCode(final_word, final_flags);
+      if (code != kRejectionOk) return WriteOutcome(a, i, gamma, code, k, k, -1);
       WriteOutcome(a, i, gamma, kRejectionOk, -1, k, RaceWordToken(final_word));
     }
   }

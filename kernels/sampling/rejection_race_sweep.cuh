@@ -555,9 +555,10 @@ template <SampleDtype D>
 constexpr int kStagedQuadBytes = sizeof(PackedQuad<D>);
 
 // Sweeps one share of the sampled row (RaceQuad per quad) and returns the
-// thread's best entrant of each race and the value-check bits (1 target, 2
-// draft). Thread t takes quads q_begin + t + 256 j, j = 0, 1, ...: the same
-// trip count for every thread of the block.
+// thread's best entrant of each race and the value-check bits
+// (kRaceReadBadTarget, kRaceReadBadDraft). Thread t takes quads
+// q_begin + t + 256 j, j = 0, 1, ...: the same trip count for every thread
+// of the block.
 template <SampleDtype D, RaceMode M, RowRace R>
 __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* stage, BlockBounds& block,
                                            RaceCandidate& best_residual, RaceCandidate& best_target, int32_t& flags) {
@@ -629,8 +630,8 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
     }
   }
   constexpr SampleValueKind kKind = RaceModeTraits<M>::kKind;
-  flags |= (ChecksPassedFor<kKind>(checks.target_poison, checks.target_low) ? 0 : 1) |
-           (ChecksPassedFor<kKind>(checks.draft_poison, checks.draft_low) ? 0 : 2);
+  flags |= (ChecksPassedFor<kKind>(checks.target_poison, checks.target_low) ? 0 : kRaceReadBadTarget) |
+           (ChecksPassedFor<kKind>(checks.draft_poison, checks.draft_low) ? 0 : kRaceReadBadDraft);
 }
 
 #endif  // SPECVERIFY_KERNELS_SAMPLING_REJECTION_RACE_SWEEP_CUH_
