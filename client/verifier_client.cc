@@ -155,6 +155,24 @@ class StreamSessionImpl final
 
 }  // namespace
 
+std::string DefaultServiceConfigJson(const VerifierClientOptions& options) {
+  const std::string service = v1::Verifier::service_full_name();
+  std::string config = "{";
+  if (options.load_balancing_policy == "round_robin") {
+    absl::StrAppend(&config, R"("healthCheckConfig":{"serviceName":")", service, R"("},)");
+  }
+  absl::StrAppend(&config, R"("methodConfig":[{"name":[{"service":")", service, R"(","method":"Verify"}])");
+  if (options.verify_max_attempts > 1) {
+    // Short backoff: a refusal while draining is immediate, and the next
+    // attempt should reach another replica (or this one restarted) soon.
+    absl::StrAppend(&config, R"(,"retryPolicy":{"maxAttempts":)", options.verify_max_attempts,
+                    R"(,"initialBackoff":"0.01s","maxBackoff":"0.2s","backoffMultiplier":2,)",
+                    R"("retryableStatusCodes":["UNAVAILABLE","CANCELLED"]})");
+  }
+  absl::StrAppend(&config, "}]}");
+  return config;
+}
+
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
@@ -170,6 +188,11 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
     return absl::InvalidArgumentError(absl::StrCat(
         "max_message_bytes is ", options.max_message_bytes,
         "; must lie in [1, ", INT32_MAX, "]"));
+  }
+  if (options.verify_max_attempts < 1 || options.verify_max_attempts > 5) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "verify_max_attempts is ", options.verify_max_attempts,
+        "; must lie in [1, 5] (gRPC's limit on attempts)"));
   }
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (options.use_tls) {
@@ -205,6 +228,12 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
   args.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   args.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  args.SetServiceConfigJSON(DefaultServiceConfigJson(options));
+  // gRPC keeps a call's request for its retries only up to this size (256
+  // KiB by default), then commits the call to its first attempt: sampled
+  // requests with rows inline are larger. The bytes are the request's own
+  // (referenced, not copied).
+  args.SetInt(GRPC_ARG_PER_RPC_RETRY_BUFFER_SIZE, static_cast<int>(options.max_message_bytes));
   // Destroying this client must never tear down gRPC's callback queue
   // (proto/runtime/callback_queue_pin.h).
   grpc_runtime::PinCallbackQueue();

@@ -55,7 +55,23 @@ struct VerifierClientOptions {
   // Deadline of each call that does not pass its own; zero or infinite means
   // none.
   absl::Duration default_deadline = absl::Seconds(30);
+  // Attempts per Verify call (gRPC's retries, within its deadline) when a
+  // replica refuses it before running it: UNAVAILABLE (draining, gone) or
+  // CANCELLED, which gRPC's own shutdown gives calls that never reached a
+  // handler (grpc/grpc#41785). Verification is deterministic, so a resent
+  // request gets the same answer; with round_robin the retry goes to another
+  // replica, so a rolling restart loses no call (docs/DEPLOY.md). 1: no
+  // retries; gRPC allows at most 5. VerifyStream, FetchKv and the region
+  // calls are never retried.
+  int verify_max_attempts = 4;
 };
+
+// The default service config VerifierClient::Create gives its channel: the
+// Verify retry policy above and, under round_robin, client-side health
+// checking of specverify.v1.Verifier (a draining replica turns NOT_SERVING
+// and gets no new calls). Exposed for tests and for clients in other
+// languages to copy.
+std::string DefaultServiceConfigJson(const VerifierClientOptions& options);
 
 // gRPC status to absl::Status (the codes are the same numbers).
 absl::Status FromGrpcStatus(const grpc::Status& status);

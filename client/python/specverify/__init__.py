@@ -10,7 +10,7 @@ verification, KV returns and the streaming and futures forms.
 """
 
 from specverify._version import __version__
-from specverify.client import Verifier
+from specverify.client import Verifier, default_service_config
 from specverify.errors import CudaError, VerifierError
 from specverify.regions import CudaRegion, Region, ShmRegion
 from specverify.results import SequenceResult, VerifyResult
@@ -20,5 +20,5 @@ from specverify.v1 import verifier_pb2 as pb
 
 __all__ = [
     "__version__", "CudaError", "CudaRegion", "Region", "SequenceResult", "ShmRegion", "Typed", "Verifier",
-    "VerifierError", "VerifyResult", "VerifyStream", "pb",
+    "VerifierError", "VerifyResult", "VerifyStream", "default_service_config", "pb",
 ]

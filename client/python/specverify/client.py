@@ -12,6 +12,7 @@ Thread safety: a Verifier may be used from any number of threads at once
 (the gRPC channel is thread-safe).
 """
 
+import json
 import threading
 from concurrent.futures import Future
 
@@ -106,6 +107,33 @@ def _per_sequence(x, count, what):
     return [x[i] for i in range(n)]
 
 
+_VERIFIER_SERVICE = "specverify.v1.Verifier"
+
+
+def default_service_config(verify_max_attempts=4, load_balancing_policy=""):
+    """The service config (JSON) a Verifier gives its channel unless the
+    caller's ``options`` carry their own ``grpc.service_config``: Verify
+    resent (gRPC's retries, within the call's timeout) when a replica
+    refuses it before running it, UNAVAILABLE (draining, gone) or CANCELLED
+    (gRPC's own shutdown gives that to calls that never reached a handler,
+    grpc/grpc#41785); verification is deterministic, so a resent request
+    gets the same answer. Under ``round_robin``, client-side health checking
+    too, so a draining replica gets no new calls. The C++ client's
+    DefaultServiceConfigJson gives the same."""
+    config = {"methodConfig": [{"name": [{"service": _VERIFIER_SERVICE, "method": "Verify"}]}]}
+    if verify_max_attempts > 1:
+        config["methodConfig"][0]["retryPolicy"] = {
+            "maxAttempts": verify_max_attempts,
+            "initialBackoff": "0.01s",
+            "maxBackoff": "0.2s",
+            "backoffMultiplier": 2,
+            "retryableStatusCodes": ["UNAVAILABLE", "CANCELLED"],
+        }
+    if load_balancing_policy == "round_robin":
+        config["healthCheckConfig"] = {"serviceName": _VERIFIER_SERVICE}
+    return json.dumps(config)
+
+
 class Verifier:
     """A client of one specverify server.
 
@@ -117,15 +145,33 @@ class Verifier:
     ``cuda_sync``: before a request naming CUDA memory is built, synchronize
     the current torch stream of that device, so that the server (another
     process, its own stream) reads what the worker's kernels wrote.
+    ``verify_max_attempts``: attempts per Verify when a replica refuses it
+    before running it (``default_service_config``); 1 turns retries off,
+    gRPC allows at most 5. ``options``: more channel arguments, e.g.
+    ``[("grpc.lb_policy_name", "round_robin")]`` for a ``dns:///`` name of
+    several replicas, or a ``grpc.service_config`` of your own.
     """
 
     def __init__(self, address, *, credentials=None, root_certificates=None,
                  certificate_chain=None, private_key=None, server_name=None,
-                 max_message_bytes=64 << 20, timeout=30.0, cuda_sync=True, options=()):
+                 max_message_bytes=64 << 20, timeout=30.0, cuda_sync=True, verify_max_attempts=4,
+                 options=()):
+        if not 1 <= verify_max_attempts <= 5:
+            raise ValueError(f"verify_max_attempts is {verify_max_attempts}; must lie in [1, 5] "
+                             "(gRPC's limit on attempts)")
+        options = list(options)
+        given = {name for name, _ in options}
         channel_options = [
             ("grpc.max_send_message_length", max_message_bytes),
             ("grpc.max_receive_message_length", max_message_bytes),
+            # gRPC keeps a call's request for its retries only up to this size
+            # (256 KiB by default): sampled requests with rows inline are larger.
+            ("grpc.per_rpc_retry_buffer_size", max_message_bytes),
         ]
+        if "grpc.service_config" not in given:
+            policy = next((value for name, value in options if name == "grpc.lb_policy_name"), "")
+            channel_options.append(("grpc.service_config",
+                                    default_service_config(verify_max_attempts, policy)))
         if server_name:
             channel_options.append(("grpc.ssl_target_name_override", server_name))
         channel_options.extend(options)
