@@ -1,6 +1,9 @@
 // specverify-server: serves specverify.v1.Verifier until SIGTERM/SIGINT,
 // then drains gracefully (docs/SERVER.md). Exit code 0 after a clean drain;
-// 1 for a configuration or start-up error, or when the backend failed.
+// 2 for flags that do not parse (the systemd unit does not restart on it);
+// 1 for any other start-up error, or when the backend failed. Under systemd
+// with Type=notify it reports READY=1 once listening and STOPPING=1 when it
+// starts to drain.
 #include <pthread.h>
 #include <signal.h>
 
@@ -11,9 +14,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "proto/runtime/version.h"
 #include "server/app/server_options.h"
+#include "server/app/service_manager.h"
 #include "server/app/verifier_server.h"
 #include "server/metrics/prometheus_metrics.h"
 #include "server/metrics/server_metrics.h"
@@ -21,6 +26,13 @@
 namespace {
 
 using specverify::server::ServerOptions;
+
+// The service manager's view (systemd, Type=notify); a no-op elsewhere.
+void Notify(const std::string& state) {
+  if (const absl::Status s = specverify::server::NotifyServiceManager(state); !s.ok()) {
+    std::fprintf(stderr, "specverify-server: %s\n", s.ToString().c_str());
+  }
+}
 
 int Run(const ServerOptions& options) {
   // Signals are taken by one sigwait thread, never handled in a signal
@@ -62,6 +74,8 @@ int Run(const ServerOptions& options) {
   // Tests and scripts parse this line for the chosen port.
   std::printf("listening on port %d\n", (*server)->port());
   std::fflush(stdout);
+  Notify(absl::StrCat("READY=1\nSTATUS=serving on port ", (*server)->port(), " (backend ",
+                      (*server)->info().backend(), ")"));
 
   specverify::server::VerifierServer* raw = server->get();
   std::thread signal_thread([raw, &signals] {
@@ -79,6 +93,8 @@ int Run(const ServerOptions& options) {
   std::fprintf(stderr, "specverify-server: %s; draining (timeout %lld ms)\n",
                reason.ok() ? "signal received" : "stopping after backend failure",
                static_cast<long long>(options.drain_timeout_ms));
+  Notify(absl::StrCat("STOPPING=1\nSTATUS=draining (",
+                      reason.ok() ? "signal received" : "backend failure", ")"));
   const absl::Status drained =
       (*server)->Shutdown(absl::Milliseconds(options.drain_timeout_ms));
   if (!drained.ok()) {
