@@ -88,16 +88,48 @@ class VerifyReactor final : public grpc::ServerUnaryReactor {
 // again once an answer has been written and the count is below the bound.
 // A client that never reads its answers thus holds at most that many on the
 // server instead of every answer it provoked.
+//
+// Drain (graceful shutdown): reading stops and the stream finishes
+// UNAVAILABLE once every request it read has been answered and written. A
+// read still pending then may deliver one more message; it is not read
+// (never admitted, so not executed), and the client learns of it from the
+// stream's status. Finish must never precede a StartRead or StartWrite, so
+// the stream does not finish while a read callback runs or a read is being
+// started (busy_).
 class VerifyStreamReactor final
-    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+    : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>,
+      public DrainableStream {
  public:
   VerifyStreamReactor(VerifierService* service, grpc::CallbackServerContext* context)
       : service_(service),
         context_(context),
         owner_(service->CallerIdentity(context)),
         client_(service->ClientKey(context, owner_)) {
-    ReleaseToGrpc(this);
-    StartRead(&incoming_);
+    // busy_ starts at 1: a drain between OpenStream and the first StartRead
+    // must not finish the stream before that read is started.
+    if (service_->OpenStream(this)) {
+      {
+        absl::MutexLock lock(&mu_);
+        reads_done_ = true;
+        end_status_ = DrainStatus();
+        --busy_;  // no read is started
+      }
+      Settle();
+      return;
+    }
+    StartReadThenSettle();
+  }
+
+  void Drain() override {
+    {
+      absl::MutexLock lock(&mu_);
+      // A stream its client half-closed already ends OK when it owes nothing.
+      if (!reads_done_) {
+        reads_done_ = true;
+        end_status_ = DrainStatus();
+      }
+    }
+    Settle();
   }
 
   void OnReadDone(bool ok) override {
@@ -105,6 +137,18 @@ class VerifyStreamReactor final
     if (!ok) {
       // Half-close or cancellation: no more requests.
       EndReads(absl::OkStatus());
+      return;
+    }
+    bool drained;
+    {
+      absl::MutexLock lock(&mu_);
+      // Drained while this read was pending: its message is not read.
+      // (Finish may have been called already: ShouldFinishLocked knows.)
+      drained = reads_done_;
+      if (!drained) ++busy_;
+    }
+    if (drained) {
+      Settle();
       return;
     }
     ++messages_read_;
@@ -116,6 +160,10 @@ class VerifyStreamReactor final
       service_->options().metrics->OnRequestRejected(RejectReason::kInvalid);
       service_->options().metrics->OnRequestFinished(RpcMethod::kVerifyStream, parsed.code(),
                                                      absl::ZeroDuration());
+      {
+        absl::MutexLock lock(&mu_);
+        --busy_;
+      }
       EndReads(absl::InvalidArgumentError(absl::StrCat(
           parsed.message(), "; the stream ends: the ", messages_read_ - 1,
           " messages before it were read and are answered, no request after it was read")));
@@ -125,12 +173,15 @@ class VerifyStreamReactor final
     bool read_now;
     {
       absl::MutexLock lock(&mu_);
-      read_now = OwedLocked() < service_->options().max_stream_buffered_answers;
-      read_paused_ = !read_now;
+      read_now = !reads_done_ && OwedLocked() < service_->options().max_stream_buffered_answers;
+      read_paused_ = !read_now && !reads_done_;
+      if (read_now) ++busy_;  // handed to StartReadThenSettle
+      --busy_;
     }
     if (read_now) {
-      ReleaseToGrpc(this);
-      StartRead(&incoming_);
+      StartReadThenSettle();
+    } else {
+      Settle();
     }
   }
 
@@ -154,22 +205,20 @@ class VerifyStreamReactor final
       }
       resume_reading = ResumeReadingLocked();
     }
-    if (resume_reading) {
-      ReleaseToGrpc(this);
-      StartRead(&incoming_);
-    }
     if (next != nullptr) {
       ReleaseToGrpc(this);
       StartWrite(next);
     } else if (finish) {
       FinishStream();
     }
+    if (resume_reading) StartReadThenSettle();
   }
 
   void OnCancel() override { service_->options().batcher->Poke(); }
 
   void OnDone() override {
     AcquireFromGrpc(this);
+    service_->CloseStream(this);
     delete this;
   }
 
@@ -181,13 +230,15 @@ class VerifyStreamReactor final
   };
 
   // No more reads: half-close, cancellation (OK) or a message that did not
-  // parse (the status the stream finishes with).
+  // parse (the status the stream finishes with). A half-close after a drain
+  // keeps the drain's status: messages the drain left unread were not
+  // answered, and an OK would hide them.
   void EndReads(absl::Status end_status) {
     bool finish;
     {
       absl::MutexLock lock(&mu_);
+      if (!reads_done_ || !end_status.ok()) end_status_ = std::move(end_status);
       reads_done_ = true;
-      end_status_ = std::move(end_status);
       finish = ShouldFinishLocked();
     }
     if (finish) FinishStream();
@@ -269,16 +320,13 @@ class VerifyStreamReactor final
       // Only lowers the count when writing failed (the answer is dropped).
       resume_reading = ResumeReadingLocked();
     }
-    if (resume_reading) {
-      ReleaseToGrpc(this);
-      StartRead(&incoming_);
-    }
     if (start != nullptr) {
       ReleaseToGrpc(this);
       StartWrite(start);
     } else if (finish) {
       FinishStream();
     }
+    if (resume_reading) StartReadThenSettle();
   }
 
   // An answer for a request that was never registered (empty or duplicate id).
@@ -331,20 +379,51 @@ class VerifyStreamReactor final
   }
 
   // True when reading was paused at the bound and may go on now; the caller
-  // then calls StartRead (outside the lock). At most one read is pending.
+  // then calls StartReadThenSettle (outside the lock). At most one read is
+  // pending.
   bool ResumeReadingLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!read_paused_ || reads_done_ ||
         OwedLocked() >= service_->options().max_stream_buffered_answers) {
       return false;
     }
     read_paused_ = false;
+    ++busy_;
     return true;
   }
 
+  // Starts the read that busy_ was raised for, then finishes the stream if a
+  // drain came meanwhile and nothing is owed.
+  void StartReadThenSettle() {
+    ReleaseToGrpc(this);
+    StartRead(&incoming_);
+    {
+      absl::MutexLock lock(&mu_);
+      --busy_;
+    }
+    Settle();
+  }
+
+  // Finishes the stream if it is due (after a drain, or a step that kept it
+  // busy).
+  void Settle() {
+    bool finish;
+    {
+      absl::MutexLock lock(&mu_);
+      finish = ShouldFinishLocked();
+    }
+    if (finish) FinishStream();
+  }
+
   bool ShouldFinishLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    if (finished_ || !reads_done_ || outstanding_ > 0 || writing_) return false;
+    if (finished_ || !reads_done_ || outstanding_ > 0 || writing_ || busy_ > 0) return false;
     finished_ = true;
     return true;
+  }
+
+  static absl::Status DrainStatus() {
+    return absl::UnavailableError(
+        "the server is draining for shutdown: this stream ends, every request it read was "
+        "answered; send the rest on a new stream");
   }
 
   void FinishStream() {
@@ -387,6 +466,8 @@ class VerifyStreamReactor final
   // Reading stopped at max_stream_buffered_answers; no read is pending.
   bool read_paused_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  // Read callbacks running and reads being started; Finish waits for 0.
+  int busy_ ABSL_GUARDED_BY(mu_) = 1;  // the constructor's first read
 };
 
 // FetchKv: streams a handle's row range in chunks; the region stays
@@ -591,6 +672,27 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
 VerifierService::VerifierService(const VerifierServiceOptions& options)
     : options_(options),
       clock_(options.clock != nullptr ? options.clock : RealClock::Get()) {}
+
+void VerifierService::StartDraining() {
+  absl::MutexLock lock(&streams_mu_);
+  draining_.store(true, std::memory_order_release);
+  // A stream that owes nothing calls Finish here; gRPC runs its OnDone later
+  // on one of its own threads (server reactions are never inlined into
+  // Finish), where CloseStream waits for this lock.
+  for (DrainableStream* stream : open_streams_) stream->Drain();
+}
+
+bool VerifierService::OpenStream(DrainableStream* stream) {
+  absl::MutexLock lock(&streams_mu_);
+  if (draining()) return true;
+  open_streams_.insert(stream);
+  return false;
+}
+
+void VerifierService::CloseStream(DrainableStream* stream) {
+  absl::MutexLock lock(&streams_mu_);
+  open_streams_.erase(stream);
+}
 
 absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
   absl::Status status;

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "server/arena/kv_arena.h"
 #include "server/devices/device_set.h"
 #include "server/batcher/batcher.h"
@@ -65,13 +67,33 @@ using RawVerifierServiceBase = v1::Verifier::WithRawCallbackMethod_Verify<
                             v1::Verifier::WithRawCallbackMethod_ListRegions<
                                 v1::Verifier::Service>>>>>>>>>;
 
+// An open VerifyStream call, as the service's drain sees it.
+class DrainableStream {
+ public:
+  // Stops reading; the stream ends UNAVAILABLE once every request it read
+  // has been answered and written.
+  virtual void Drain() = 0;
+
+ protected:
+  ~DrainableStream() = default;
+};
+
 class VerifierService final : public RawVerifierServiceBase {
  public:
   explicit VerifierService(const VerifierServiceOptions& options);
 
-  // New requests answer UNAVAILABLE from now on (graceful shutdown).
-  void StartDraining() { draining_.store(true, std::memory_order_release); }
+  // Graceful shutdown: new requests answer UNAVAILABLE from now on, and every
+  // open VerifyStream stops reading and ends UNAVAILABLE once it owes no
+  // answer, so a client holding a stream open neither keeps the server up to
+  // its drain timeout nor waits that long to reopen it elsewhere.
+  void StartDraining();
   bool draining() const { return draining_.load(std::memory_order_acquire); }
+
+  // A VerifyStream reactor registers at its start and leaves in OnDone.
+  // OpenStream returns true when the service is draining already (the stream
+  // then ends at once, reading nothing).
+  bool OpenStream(DrainableStream* stream);
+  void CloseStream(DrainableStream* stream);
 
   // Raw methods: `request` holds a serialized v1::<Method>Request, the
   // response is written serialized into `response` (or streamed as bytes).
@@ -132,6 +154,10 @@ class VerifierService final : public RawVerifierServiceBase {
   const VerifierServiceOptions options_;
   Clock* const clock_;
   std::atomic<bool> draining_{false};
+  // Held while StartDraining drains the streams, so a stream's OnDone
+  // (CloseStream) waits and no stream is drained after it was deleted.
+  absl::Mutex streams_mu_;
+  absl::flat_hash_set<DrainableStream*> open_streams_ ABSL_GUARDED_BY(streams_mu_);
 };
 
 grpc::Status ToGrpcStatus(const absl::Status& status);

@@ -554,6 +554,64 @@ TEST_F(ServerTest, HealthGoesNotServingWhileDrainingAndWorkInFlightFinishes) {
   EXPECT_THAT(shutdown, IsOk());
 }
 
+// A client holding a VerifyStream open must not keep a draining server up
+// to its drain timeout: the stream answers what it read, then ends
+// UNAVAILABLE (reopen elsewhere). Before, such a server took the whole
+// drain timeout to exit and the stream ended CANCELLED.
+TEST_F(ServerTest, DrainAnswersWhatAnOpenStreamReadThenEndsItAtOnce) {
+  Start();
+  backend_->Pause();
+  absl::Mutex mu;
+  std::vector<v1::VerifyStreamResponse> answers;
+  absl::StatusOr<std::unique_ptr<client::VerifyStreamSession>> session =
+      client_->OpenStream([&](const v1::VerifyStreamResponse& r) {
+        absl::MutexLock lock(&mu);
+        answers.push_back(r);
+      });
+  ASSERT_THAT(session, IsOk());
+  ASSERT_THAT((*session)->Send(Request(0, 3, v1::KV_RETURN_INLINE, "held")), IsOk());
+  ASSERT_TRUE(Eventually([&] { return backend_->held_batches() == 1; }));
+
+  const absl::Time start = absl::Now();
+  absl::Status shutdown;
+  std::thread stopper([&] { shutdown = server_->Shutdown(absl::Seconds(60)); });
+  ASSERT_TRUE(Eventually([&] { return Serving(*client_) == 0; }));
+  backend_->Resume();
+  // The server finishes while the client still holds the stream open (no
+  // half-close yet), nowhere near the 60 s drain timeout.
+  stopper.join();
+  EXPECT_THAT(shutdown, IsOk());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  EXPECT_THAT((*session)->Finish(),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("this stream ends, every request it read was answered")));
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(answers.size(), 1u);
+  EXPECT_EQ(answers[0].request_id(), "held");
+  ASSERT_TRUE(answers[0].has_response()) << answers[0].error().message();
+  EXPECT_THAT(Check(0, 3, v1::KV_RETURN_INLINE, answers[0].response()), IsOk());
+}
+
+TEST_F(ServerTest, AStreamOpenedWhileDrainingEndsAtOnce) {
+  Start();
+  backend_->Pause();
+  absl::Notification held_done;
+  client_->VerifyAsync(Request(0, 2, v1::KV_RETURN_INLINE),
+                       [&](absl::StatusOr<v1::VerifyResponse>) { held_done.Notify(); });
+  ASSERT_TRUE(Eventually([&] { return backend_->held_batches() == 1; }));
+  absl::Status shutdown;
+  std::thread stopper([&] { shutdown = server_->Shutdown(absl::Seconds(60)); });
+  ASSERT_TRUE(Eventually([&] { return Serving(*client_) == 0; }));
+  // The server waits for the held batch; a stream opened now reads nothing.
+  absl::StatusOr<std::unique_ptr<client::VerifyStreamSession>> session =
+      client_->OpenStream([](const v1::VerifyStreamResponse&) {});
+  ASSERT_THAT(session, IsOk());
+  EXPECT_THAT((*session)->Finish(), StatusIs(absl::StatusCode::kUnavailable, HasSubstr("draining")));
+  backend_->Resume();
+  held_done.WaitForNotification();
+  stopper.join();
+  EXPECT_THAT(shutdown, IsOk());
+}
+
 TEST_F(ServerTest, ShutdownUnderLoadLosesNoRequest) {
   Start();
   constexpr int kThreads = 8;
