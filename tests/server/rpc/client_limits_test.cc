@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "server/app/verifier_server.h"
 #include "tests/server/testing/controllable_backend.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -28,6 +29,7 @@ using ::specverify::client::GreedyCheckOptions;
 using ::specverify::client::GreedyRequestOptions;
 using ::specverify::client::VerifierClient;
 using ::specverify::server::testing::ControllableBackend;
+using ::specverify::testing::Eventually;
 using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -38,15 +40,6 @@ constexpr int kSequencesPerRequest = 4;
 // Every draft token accepted: a handle keeps its request's whole upper bound,
 // so quota arithmetic in the tests is exact.
 constexpr int64_t kRequestArenaBytes = kSequencesPerRequest * kGamma * kRowBytes;
-
-bool Eventually(const std::function<bool()>& done, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time deadline = absl::Now() + limit;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 class RejectionCounter final : public NoopServerMetrics {
  public:

@@ -28,6 +28,7 @@
 #include "server/app/verifier_server.h"
 #include "server/rpc/protobuf_log.h"
 #include "tests/server/testing/controllable_backend.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -39,6 +40,7 @@ using ::specverify::client::GreedyCheckOptions;
 using ::specverify::client::GreedyRequestOptions;
 using ::specverify::client::VerifierClient;
 using ::specverify::server::testing::ControllableBackend;
+using ::specverify::testing::Eventually;
 using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
@@ -47,16 +49,6 @@ constexpr int64_t kRowBytes = 64;
 
 // Bytes that are no protobuf message: field 1 with wire type 7 (invalid).
 const std::string kUndecodable("\x0f\x01\x02", 3);
-
-// Polls `done` (bounded) for state changes that have no notification hook.
-bool Eventually(const std::function<bool()>& done, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time deadline = absl::Now() + limit;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 std::string Serialized(const google::protobuf::Message& m) { return m.SerializeAsString(); }
 

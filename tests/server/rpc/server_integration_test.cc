@@ -21,6 +21,7 @@
 #include "kernels/workload/random.h"
 #include "server/app/verifier_server.h"
 #include "tests/server/testing/controllable_backend.h"
+#include "tests/testing/eventually.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -33,22 +34,12 @@ using ::specverify::client::GreedyCheckOptions;
 using ::specverify::client::GreedyRequestOptions;
 using ::specverify::client::VerifierClient;
 using ::specverify::server::testing::ControllableBackend;
+using ::specverify::testing::Eventually;
 using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
 
 constexpr int64_t kRowBytes = 64;
-
-// Polls `done` (bounded) for state changes that have no notification hook.
-bool Eventually(const std::function<bool()>& done,
-                absl::Duration limit = absl::Seconds(5)) {
-  const absl::Time deadline = absl::Now() + limit;
-  while (!done()) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(1));
-  }
-  return true;
-}
 
 // Counts how the server finished each Verify call, by code.
 class CountingMetrics final : public NoopServerMetrics {
