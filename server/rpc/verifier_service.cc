@@ -677,8 +677,9 @@ void VerifierService::StartDraining() {
   absl::MutexLock lock(&streams_mu_);
   draining_.store(true, std::memory_order_release);
   // A stream that owes nothing calls Finish here; gRPC runs its OnDone later
-  // on one of its own threads (server reactions are never inlined into
-  // Finish), where CloseStream waits for this lock.
+  // on one of its own threads (OnDone runs inline only for reactors marked
+  // InternalInlineable, which ours are not), where CloseStream waits for
+  // this lock.
   for (DrainableStream* stream : open_streams_) stream->Drain();
 }
 
