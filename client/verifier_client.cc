@@ -60,8 +60,16 @@ class StreamSessionImpl final
     const v1::VerifyRequest* to_write = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      if (finish_called_ || done_) {
-        return absl::FailedPreconditionError("the stream has been finished");
+      if (finish_called_) {
+        return absl::FailedPreconditionError("Finish() was called on this stream");
+      }
+      // The server ended the stream (a drain answers UNAVAILABLE): its status,
+      // so that a caller reopens the stream on the same codes it retries.
+      if (done_) {
+        return final_status_.ok()
+                   ? absl::UnavailableError("the server ended the stream")
+                   : absl::Status(final_status_.code(),
+                                  absl::StrCat("the stream has ended: ", final_status_.message()));
       }
       if (write_failed_) {
         return absl::UnavailableError("the stream has ended");

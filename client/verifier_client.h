@@ -87,8 +87,10 @@ using StreamCallback = std::function<void(const v1::VerifyStreamResponse&)>;
 class VerifyStreamSession {
  public:
   virtual ~VerifyStreamSession() = default;
-  // Queues `request` for sending (one write in flight at a time). Fails after
-  // Finish() or once the stream has ended.
+  // Queues `request` for sending (one write in flight at a time). Fails
+  // FAILED_PRECONDITION after Finish(); once the server has ended the stream,
+  // with its status (UNAVAILABLE when it drains: reopen the stream, ideally
+  // on another replica, and send again what got no answer).
   virtual absl::Status Send(v1::VerifyRequest request) = 0;
   // Half-closes and blocks until the server ends the stream.
   virtual absl::Status Finish() = 0;

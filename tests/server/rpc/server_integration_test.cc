@@ -573,6 +573,14 @@ TEST_F(ServerTest, DrainAnswersWhatAnOpenStreamReadThenEndsItAtOnce) {
   stopper.join();
   EXPECT_THAT(shutdown, IsOk());
   EXPECT_LT(absl::Now() - start, absl::Seconds(30));
+  // Sending on the ended stream says so with a code a worker reopens on.
+  absl::Status late;
+  int n = 0;
+  ASSERT_TRUE(Eventually([&] {
+    late = (*session)->Send(Request(3, 1, v1::KV_RETURN_NONE, absl::StrCat("late", n++)));
+    return !late.ok();
+  }));
+  EXPECT_THAT(late, StatusIs(absl::StatusCode::kUnavailable, ::testing::_));
   EXPECT_THAT((*session)->Finish(),
               StatusIs(absl::StatusCode::kUnavailable, HasSubstr("this stream ends, every request it read was answered")));
   absl::MutexLock lock(&mu);
