@@ -57,17 +57,11 @@ RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
  && strip --strip-unneeded /build/server/specverify-server /build/client/specverify-loadgen
 # The runtime stage installs exactly the packages that own the shared
 # libraries the two binaries load, as this stage's package manager names them
-# (the same distribution as the runtime base), so no package name is spelled
-# out per distribution (Debian's libgrpc++1.51 is Ubuntu 24.04's
-# libgrpc++1.51t64). A library no package owns stops the build.
-RUN set -eu; \
-    for lib in $(ldd /build/server/specverify-server /build/client/specverify-loadgen \
-                 | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u); do \
-      owner=$(dpkg-query -S "$lib" 2>/dev/null || dpkg-query -S "$(realpath "$lib")" 2>/dev/null) \
-        || { echo "no package owns $lib" >&2; exit 1; }; \
-      echo "${owner%%:*}"; \
-    done | tr ',' '\n' | sed 's/^ *//' | sort -u > /build/runtime-packages.txt; \
-    cat /build/runtime-packages.txt
+# (the same distribution as the runtime base; scripts/runtime-packages.sh).
+# A library no package owns stops the build.
+RUN scripts/runtime-packages.sh /build/server/specverify-server /build/client/specverify-loadgen \
+      > /build/runtime-packages.txt \
+ && cat /build/runtime-packages.txt
 
 # --- runtime stage: the binaries, their shared libraries, a non-root user.
 FROM ${BASE_IMAGE}

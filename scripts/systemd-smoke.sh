@@ -66,12 +66,10 @@ cleanup() {
 [ "${KEEP:-0}" = 1 ] || trap cleanup EXIT
 DESTDIR="$context/stage" cmake --install "$BUILD_DIR" --component server >/dev/null
 binaries=("$context"/stage/usr/local/bin/*)
-# The Debian packages that own the binaries' shared libraries (as the
-# Dockerfile's runtime stage finds them).
-packages=$(for b in "${binaries[@]}"; do ldd "$b" | awk '/=> \// {print $3}'; done | sort -u | while read -r lib; do
-  dpkg-query -S "$lib" 2>/dev/null || dpkg-query -S "$(realpath "$lib")"
-done | cut -d: -f1 | sort -u | grep -vx -e libc6 -e libgcc-s1 -e libstdc++6 | tr '\n' ' ')
-[ -n "$packages" ] || fail "found no runtime packages for ${binaries[*]}"
+# The Debian packages that own the binaries' shared libraries, as the
+# Dockerfile's runtime stage finds them.
+packages=$(scripts/runtime-packages.sh "${binaries[@]}" | tr '\n' ' ') \
+  || fail "the runtime packages of ${binaries[*]}: $packages"
 cat > "$context/Containerfile" <<EOF
 FROM $BASE_IMAGE
 RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y -qq --no-install-recommends \

@@ -110,11 +110,9 @@ class VerifyStreamReactor final
     if (service_->OpenStream(this)) {
       {
         absl::MutexLock lock(&mu_);
-        reads_done_ = true;
-        end_status_ = DrainStatus();
         --busy_;  // no read is started
       }
-      Settle();
+      Drain();
       return;
     }
     StartReadThenSettle();
@@ -175,8 +173,8 @@ class VerifyStreamReactor final
       absl::MutexLock lock(&mu_);
       read_now = !reads_done_ && OwedLocked() < service_->options().max_stream_buffered_answers;
       read_paused_ = !read_now && !reads_done_;
-      if (read_now) ++busy_;  // handed to StartReadThenSettle
-      --busy_;
+      // Reading on, this callback's hold passes to StartReadThenSettle.
+      if (!read_now) --busy_;
     }
     if (read_now) {
       StartReadThenSettle();
