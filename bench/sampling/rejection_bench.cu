@@ -23,7 +23,7 @@
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
 //                        [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]
-//                        [--row-chunks N] [--shape peaked|flat|disjoint|identical]
+//                        [--row-chunks N] [--shape peaked|flat|disjoint|identical] [--graph]
 // --shape sets the rows' distributions (default peaked, draft noise 1).
 // --dtype stores the rows in that type (default fp32); the kind is then
 // reported as e.g. "logits_bf16" and the read floor reads the same bytes.
@@ -38,6 +38,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -134,6 +135,9 @@ struct Options {
   // Disjoint rows put half of each row at probability 0 (log-probabilities
   // about -1e4): the race's blocks over that half never find an entrant.
   DistributionShape shape = DistributionShape::kPeaked;
+  // --graph: also time the host-merged launches replayed from a CUDA graph
+  // captured once per input copy (what a server that keeps graphs would run).
+  bool graph = false;
 };
 
 struct Stats {
@@ -405,6 +409,58 @@ int Main(const Options& opt) {
           };
           const Stats ours = TimeIt([&](int c) { launch(c, false); }, copies, opt.runs, stream);
           const Stats ours_host_merged = TimeIt(launch_host_merged, copies, opt.runs, stream);
+          Stats ours_graph;
+          if (opt.graph) {
+            std::vector<cudaGraphExec_t> execs(copies);
+            for (int c = 0; c < copies; ++c) {
+              cudaGraph_t graph = nullptr;
+              BENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+              launch_host_merged(c);
+              BENCH_CUDA(cudaStreamEndCapture(stream, &graph));
+              BENCH_CUDA(cudaGraphInstantiate(&execs[c], graph, 0));
+              BENCH_CUDA(cudaGraphDestroy(graph));
+            }
+            ours_graph = TimeIt([&](int c) { BENCH_CUDA(cudaGraphLaunch(execs[c], stream)); }, copies, opt.runs, stream);
+            // Host time per batch (the stream held by a spin kernel, so no
+            // launch waits for the device): the launches themselves; a
+            // pre-built graph's launch; and what a server whose kernel
+            // arguments change every batch would do: capture the launches,
+            // update an instantiated graph from the capture, launch it.
+            const auto host_us = [&](const std::function<void(int)>& step) {
+              constexpr int kSteps = 100;
+              SpinKernel<<<1, 1, 0, stream>>>(20 * kSpinCycles);
+              BENCH_CUDA(cudaGetLastError());
+              const auto t0 = std::chrono::steady_clock::now();
+              for (int n = 0; n < kSteps; ++n) step(n % copies);
+              const auto t1 = std::chrono::steady_clock::now();
+              BENCH_CUDA(cudaStreamSynchronize(stream));
+              return std::chrono::duration<double, std::micro>(t1 - t0).count() / kSteps;
+            };
+            const auto capture_update_launch = [&](int c) {
+              cudaGraph_t graph = nullptr;
+              BENCH_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+              launch_host_merged(c);
+              BENCH_CUDA(cudaStreamEndCapture(stream, &graph));
+              cudaGraphExecUpdateResultInfo info{};
+              BENCH_CUDA(cudaGraphExecUpdate(execs[0], graph, &info));
+              BENCH_CUDA(cudaGraphDestroy(graph));
+              BENCH_CUDA(cudaGraphLaunch(execs[0], stream));
+            };
+            for (int round = 0; round < 3; ++round) {
+              const double direct_host = host_us(launch_host_merged);
+              const double replay_host = host_us([&](int c) { BENCH_CUDA(cudaGraphLaunch(execs[c], stream)); });
+              const double update_host = host_us(capture_update_launch);
+              std::printf("%-13s B=%-3d gamma=%d V=%-6d host us per batch: stream launches %.2f | graph launch %.2f | "
+                          "capture + update + launch %.2f\n",
+                          kind_name.c_str(), b, gamma, vocab, direct_host, replay_host, update_host);
+            }
+            const Stats updated = TimeIt(capture_update_launch, copies, opt.runs, stream);
+            std::printf("%-13s B=%-3d gamma=%d V=%-6d capture + update + launch, device: median %7.2f us p95 %7.2f\n",
+                        kind_name.c_str(), b, gamma, vocab, updated.median_us, updated.p95_us);
+            for (cudaGraphExec_t e : execs) BENCH_CUDA(cudaGraphExecDestroy(e));
+            std::printf("%-13s B=%-3d gamma=%d V=%-6d host merge as a graph replay: median %7.2f us p95 %7.2f\n",
+                        kind_name.c_str(), b, gamma, vocab, ours_graph.median_us, ours_graph.p95_us);
+          }
           Stats floor;
           for (int32_t blocks_per_row : floor_layouts) {
             const Stats layout = TimeIt(
@@ -419,6 +475,10 @@ int Main(const Options& opt) {
           rows.push_back(Row{kind_name, "cuda_rejection_host_merge", b, gamma, vocab, copies,
                              host_merged.race_slots_per_sequence, floor_bytes, ours_host_merged});
           rows.push_back(Row{kind_name, "read_floor", b, gamma, vocab, copies, 0, floor_bytes, floor});
+          if (opt.graph) {
+            rows.push_back(Row{kind_name, "cuda_rejection_host_merge_graph", b, gamma, vocab, copies,
+                               host_merged.race_slots_per_sequence, floor_bytes, ours_graph});
+          }
           const bool headline = b == 8 && gamma == 8 && vocab == 151936;
           if (headline) {
             headline_median[kind_name] = ours.median_us;
@@ -581,6 +641,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--row-chunks N: 1 to 8\n");
         return 2;
       }
+    } else if (a == "--graph") {
+      opt.graph = true;
     } else if (a == "--quick") {
       opt.quick = true;
     } else if (a == "--dtype" && i + 1 < argc) {
@@ -640,7 +702,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
                    "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P] "
-                   "[--row-chunks N] [--shape peaked|flat|disjoint|identical]\n",
+                   "[--row-chunks N] [--shape peaked|flat|disjoint|identical] [--graph]\n",
                    argv[0]);
       return 2;
     }
