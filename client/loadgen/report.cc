@@ -147,6 +147,10 @@ void AppendStepJson(std::string& out, const StepResult& r) {
     AppendHistogramJson(inner, "server_queue", r.server_queue);
     absl::StrAppend(&inner, ",");
     AppendHistogramJson(inner, "server_total", r.server_time);
+    absl::StrAppend(&inner, ",");
+    AppendHistogramJson(inner, "server_submit", r.server_submit);
+    absl::StrAppend(&inner, ",");
+    AppendHistogramJson(inner, "server_complete", r.server_complete);
     out += inner;
   }
   absl::StrAppend(&out, "},\"server_metrics\":{\"scraped\":", r.metrics.scraped ? "true" : "false");

@@ -83,6 +83,11 @@ struct StepResult {
   LatencyHistogram kv_fetch_latency;   // ns per FetchKv stream
   LatencyHistogram server_queue;  // ns, ServerTiming.queue_ns of ok answers
   LatencyHistogram server_time;   // ns, ServerTiming.server_ns of ok answers
+  // ns, ServerTiming.submit_ns (arrival to the batch handed to the backend:
+  // queue, staging, launch calls) and complete_ns (to the backend reporting
+  // it done: device work, copies back, completion hand-off) of ok answers.
+  LatencyHistogram server_submit;
+  LatencyHistogram server_complete;
   // Ok answers by the executor that ran them (ServerTiming.device): how a
   // multi-GPU server spread the load (issue #16).
   std::map<int32_t, int64_t> answers_by_device;

@@ -421,6 +421,8 @@ void StepRun::OnVerifyDone(Call* call, grpc::StatusCode code, const std::string&
     if (call->response.has_timing()) {
       r.server_queue.Record(call->response.timing().queue_ns());
       r.server_time.Record(call->response.timing().server_ns());
+      r.server_submit.Record(call->response.timing().submit_ns());
+      r.server_complete.Record(call->response.timing().complete_ns());
       ++r.answers_by_device[call->response.timing().device()];
     }
     shard.last_completion = std::max(shard.last_completion, now);
@@ -719,6 +721,8 @@ StepResult StepRun::Merge() const {
     result.kv_fetch_latency.Merge(r.kv_fetch_latency);
     result.server_queue.Merge(r.server_queue);
     result.server_time.Merge(r.server_time);
+    result.server_submit.Merge(r.server_submit);
+    result.server_complete.Merge(r.server_complete);
     if (r.sent > 0) {
       last_completion = std::max(last_completion, shard.last_completion);
       last_send = std::max(last_send, shard.last_send);

@@ -105,6 +105,13 @@ void ExpectCorrectAndConsistent(const RunReport& report, int64_t expected_sent_p
     EXPECT_EQ(r.sequences, int64_t{sequences_per_request} * r.ok);
     // The server's timing block is filled for every answer.
     EXPECT_EQ(r.server_queue.count(), r.ok);
+    // Its stages in order: queue <= submit <= complete <= total.
+    ASSERT_EQ(r.server_complete.count(), r.ok);
+    if (r.ok > 0) {
+      EXPECT_LE(r.server_queue.ValueAtQuantile(0.5), r.server_submit.ValueAtQuantile(0.5));
+      EXPECT_LE(r.server_submit.ValueAtQuantile(0.5), r.server_complete.ValueAtQuantile(0.5));
+      EXPECT_LE(r.server_complete.ValueAtQuantile(0.5), r.server_time.ValueAtQuantile(0.5));
+    }
   }
   EXPECT_EQ(report.server.backend, "cpu");
   EXPECT_EQ(ExitCodeFor(report), kExitOk);
