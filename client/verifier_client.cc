@@ -169,7 +169,12 @@ std::string DefaultServiceConfigJson(const VerifierClientOptions& options) {
   if (options.load_balancing_policy == "round_robin") {
     absl::StrAppend(&config, R"("healthCheckConfig":{"serviceName":")", service, R"("},)");
   }
-  absl::StrAppend(&config, R"("methodConfig":[{"name":[{"service":")", service, R"(","method":"Verify"}])");
+  // The most specific name wins, so Verify's entry carries waitForReady
+  // too, and the service-wide entry covers the other methods.
+  const std::string wait = options.wait_for_ready ? R"(,"waitForReady":true)" : "";
+  absl::StrAppend(&config, R"("methodConfig":[)");
+  if (options.wait_for_ready) absl::StrAppend(&config, R"({"name":[{"service":")", service, R"("}])", wait, "},");
+  absl::StrAppend(&config, R"({"name":[{"service":")", service, R"(","method":"Verify"}])", wait);
   if (options.verify_max_attempts > 1) {
     // Short backoff: a refusal while draining is immediate, and the next
     // attempt should reach another replica (or this one restarted) soon.

@@ -64,12 +64,19 @@ struct VerifierClientOptions {
   // retries; gRPC allows at most 5. VerifyStream, FetchKv and the region
   // calls are never retried.
   int verify_max_attempts = 4;
+  // Calls wait, within their deadline, for a server to connect to instead
+  // of failing UNAVAILABLE at once while none can be reached (gRPC's
+  // waitForReady): a worker beside a single server rides through its
+  // restart (systemd, a rollout of one replica) rather than failing the
+  // requests of those seconds. Off: a worker that falls back to verifying
+  // locally wants the fast failure.
+  bool wait_for_ready = false;
 };
 
 // The default service config VerifierClient::Create gives its channel: the
-// Verify retry policy above and, under round_robin, client-side health
-// checking of specverify.v1.Verifier (a draining replica turns NOT_SERVING
-// and gets no new calls). Exposed for tests and for clients in other
+// Verify retry policy above, waitForReady for every method when asked and,
+// under round_robin, client-side health checking of specverify.v1.Verifier
+// (a draining replica turns NOT_SERVING and gets no new calls). Exposed for tests and for clients in other
 // languages to copy.
 std::string DefaultServiceConfigJson(const VerifierClientOptions& options);
 

@@ -1,13 +1,22 @@
 // The client library's Verify retry policy (VerifierClientOptions::
 // verify_max_attempts), against a scripted Verifier service on loopback: the
 // service answers each attempt with the next status of its script, so which
-// refusals are resent, how often, and which are not, is checked exactly.
+// refusals are resent, how often, and which are not, is checked exactly;
+// and wait_for_ready, against a server that comes up while a call waits.
 // (tests/server/rpc/rolling_restart_test.cc drains a real replica under load.)
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "client/verifier_client.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -141,6 +150,63 @@ TEST_F(VerifierClientRetryTest, RequestsLargerThanGrpcsDefaultRetryBufferAreRese
   EXPECT_EQ(seen[0], seen[1]);
 }
 
+// A port nothing listens on yet (the kernel's pick, released).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  int port = 0;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  close(fd);
+  return port;
+}
+
+// A worker beside a single server that restarts: with wait_for_ready the
+// call waits for the server to come up (within its deadline) and gets its
+// answer; without, it fails UNAVAILABLE at once.
+TEST(VerifierClientWaitForReadyTest, ACallWaitsForTheServerToComeUpOnlyWhenAsked) {
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  VerifierClientOptions options;
+  options.address = absl::StrCat("127.0.0.1:", port);
+  options.default_deadline = absl::Seconds(20);
+  options.own_connection = true;  // no connection state shared between the two clients
+  v1::VerifyRequest request;
+  request.set_request_id("r1");
+
+  absl::StatusOr<std::unique_ptr<VerifierClient>> fail_fast = VerifierClient::Create(options);
+  ASSERT_THAT(fail_fast, IsOk());
+  const absl::Time start = absl::Now();
+  EXPECT_THAT((*fail_fast)->Verify(request), StatusIs(absl::StatusCode::kUnavailable, ::testing::_));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+
+  options.wait_for_ready = true;
+  absl::StatusOr<std::unique_ptr<VerifierClient>> waiting = VerifierClient::Create(options);
+  ASSERT_THAT(waiting, IsOk());
+  absl::StatusOr<v1::VerifyResponse> answer;
+  std::thread call([&] { answer = (*waiting)->Verify(request); });
+  // Longer than the retries' backoff (0.01-0.2 s, 4 attempts): a
+  // fail-fast call would have failed by now.
+  absl::SleepFor(absl::Seconds(2));
+  ScriptedVerifier service({});
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  call.join();
+  ASSERT_THAT(answer, IsOk());
+  EXPECT_EQ(answer->request_id(), "r1");
+  EXPECT_EQ(service.request_bytes().size(), 1u);
+  server->Shutdown();
+}
+
 TEST(VerifierClientOptionsTest, AttemptsOutsideGrpcsRangeAreRefusedByName) {
   for (int attempts : {0, -1, 6}) {
     VerifierClientOptions options;
@@ -160,6 +226,12 @@ TEST(VerifierClientOptionsTest, ServiceConfigHealthChecksOnlyUnderRoundRobin) {
               HasSubstr(R"("healthCheckConfig":{"serviceName":"specverify.v1.Verifier"})"));
   options.verify_max_attempts = 1;
   EXPECT_THAT(DefaultServiceConfigJson(options), ::testing::Not(HasSubstr("retryPolicy")));
+  EXPECT_THAT(DefaultServiceConfigJson(options), ::testing::Not(HasSubstr("waitForReady")));
+  options.wait_for_ready = true;
+  EXPECT_THAT(DefaultServiceConfigJson(options),
+              HasSubstr(R"({"name":[{"service":"specverify.v1.Verifier"}],"waitForReady":true})"));
+  EXPECT_THAT(DefaultServiceConfigJson(options),
+              HasSubstr(R"({"name":[{"service":"specverify.v1.Verifier","method":"Verify"}],"waitForReady":true)"));
 }
 
 }  // namespace

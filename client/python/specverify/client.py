@@ -110,7 +110,7 @@ def _per_sequence(x, count, what):
 _VERIFIER_SERVICE = "specverify.v1.Verifier"
 
 
-def default_service_config(verify_max_attempts=4, load_balancing_policy=""):
+def default_service_config(verify_max_attempts=4, load_balancing_policy="", wait_for_ready=False):
     """The service config (JSON) a Verifier gives its channel unless the
     caller's ``options`` carry their own ``grpc.service_config``: Verify
     resent (gRPC's retries, within the call's timeout) when a replica
@@ -118,11 +118,17 @@ def default_service_config(verify_max_attempts=4, load_balancing_policy=""):
     (gRPC's own shutdown gives that to calls that never reached a handler,
     grpc/grpc#41785); verification is deterministic, so a resent request
     gets the same answer. Under ``round_robin``, client-side health checking
-    too, so a draining replica gets no new calls. The C++ client's
-    DefaultServiceConfigJson gives the same."""
+    too, so a draining replica gets no new calls. With ``wait_for_ready``,
+    every call waits (within its timeout) for a server to connect to instead
+    of failing UNAVAILABLE at once while none can be reached. The C++
+    client's DefaultServiceConfigJson gives the same."""
     config = {"methodConfig": [{"name": [{"service": _VERIFIER_SERVICE, "method": "Verify"}]}]}
+    if wait_for_ready:
+        # The most specific name wins: Verify's entry carries it too.
+        config["methodConfig"][0]["waitForReady"] = True
+        config["methodConfig"].insert(0, {"name": [{"service": _VERIFIER_SERVICE}], "waitForReady": True})
     if verify_max_attempts > 1:
-        config["methodConfig"][0]["retryPolicy"] = {
+        config["methodConfig"][-1]["retryPolicy"] = {
             "maxAttempts": verify_max_attempts,
             "initialBackoff": "0.01s",
             "maxBackoff": "0.2s",
@@ -147,7 +153,11 @@ class Verifier:
     process, its own stream) reads what the worker's kernels wrote.
     ``verify_max_attempts``: attempts per Verify when a replica refuses it
     before running it (``default_service_config``); 1 turns retries off,
-    gRPC allows at most 5. ``options``: more channel arguments, e.g.
+    gRPC allows at most 5. ``wait_for_ready``: calls wait, within their
+    timeout, for a server to connect to instead of failing UNAVAILABLE at
+    once while none can be reached: a worker beside a single server rides
+    through its restart (off: a worker that falls back to verifying
+    locally wants the fast failure). ``options``: more channel arguments, e.g.
     ``[("grpc.lb_policy_name", "round_robin")]`` for a ``dns:///`` name of
     several replicas, or a ``grpc.service_config`` of your own.
     """
@@ -155,7 +165,7 @@ class Verifier:
     def __init__(self, address, *, credentials=None, root_certificates=None,
                  certificate_chain=None, private_key=None, server_name=None,
                  max_message_bytes=64 << 20, timeout=30.0, cuda_sync=True, verify_max_attempts=4,
-                 options=()):
+                 wait_for_ready=False, options=()):
         if not 1 <= verify_max_attempts <= 5:
             raise ValueError(f"verify_max_attempts is {verify_max_attempts}; must lie in [1, 5] "
                              "(gRPC's limit on attempts)")
@@ -171,7 +181,7 @@ class Verifier:
         if "grpc.service_config" not in given:
             policy = next((value for name, value in options if name == "grpc.lb_policy_name"), "")
             channel_options.append(("grpc.service_config",
-                                    default_service_config(verify_max_attempts, policy)))
+                                    default_service_config(verify_max_attempts, policy, wait_for_ready)))
         if server_name:
             channel_options.append(("grpc.ssl_target_name_override", server_name))
         channel_options.extend(options)

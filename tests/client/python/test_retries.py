@@ -1,11 +1,14 @@
 """The Python client's Verify retry policy (``verify_max_attempts``,
 ``default_service_config``) against a scripted Verifier service in this
 process: each attempt gets the next status of the script, so which refusals
-are resent, how often, and which are not, is checked exactly (the C++
-client's twin: tests/client/verifier_client_retry_test.cc)."""
+are resent, how often, and which are not, is checked exactly; and
+``wait_for_ready``, against a server that comes up while a call waits (the
+C++ client's twin: tests/client/verifier_client_retry_test.cc)."""
 
 import json
+import socket
 import threading
+import time
 import unittest
 from concurrent import futures
 
@@ -105,6 +108,55 @@ class RetryTest(unittest.TestCase):
         config = json.loads(specverify.default_service_config(1, "round_robin"))
         self.assertNotIn("retryPolicy", config["methodConfig"][0])
         self.assertEqual(config["healthCheckConfig"], {"serviceName": "specverify.v1.Verifier"})
+        self.assertFalse(any("waitForReady" in m for m in config["methodConfig"]))
+        config = json.loads(specverify.default_service_config(4, wait_for_ready=True))
+        self.assertEqual(config["methodConfig"][0], {"name": [{"service": "specverify.v1.Verifier"}],
+                                                     "waitForReady": True})
+        verify = config["methodConfig"][1]
+        self.assertEqual(verify["name"], [{"service": "specverify.v1.Verifier", "method": "Verify"}])
+        self.assertTrue(verify["waitForReady"])
+        self.assertEqual(verify["retryPolicy"]["maxAttempts"], 4)
+
+    def test_wait_for_ready_waits_for_the_server_to_come_up(self):
+        """A worker beside a single server that restarts: with
+        wait_for_ready the call waits (within its timeout) for the server to
+        come up and gets its answer; without, it fails UNAVAILABLE at once."""
+        with socket.socket() as probe:  # a port nothing listens on yet
+            probe.bind(("127.0.0.1", 0))
+            address = f"127.0.0.1:{probe.getsockname()[1]}"
+        own_connection = [("grpc.use_local_subchannel_pool", 1)]  # no state shared between the two
+        fail_fast = specverify.Verifier(address, timeout=20, options=own_connection)
+        self.addCleanup(fail_fast.close)
+        start = time.monotonic()
+        with self.assertRaises(specverify.VerifierError) as e:
+            fail_fast.verify(pb.VerifyRequest(request_id="r1"))
+        self.assertEqual(e.exception.code, grpc.StatusCode.UNAVAILABLE)
+        self.assertLess(time.monotonic() - start, 10)
+
+        waiting = specverify.Verifier(address, timeout=20, wait_for_ready=True, options=own_connection)
+        self.addCleanup(waiting.close)
+        outcome = {}
+
+        def call():
+            try:
+                outcome["answer"] = waiting.verify(pb.VerifyRequest(request_id="r1"))
+            except Exception as error:  # reported below
+                outcome["error"] = error
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        # Longer than the retries' backoff: a fail-fast call would have failed by now.
+        time.sleep(2)
+        self.service = ScriptedVerifier([])
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        pb_grpc.add_VerifierServicer_to_server(self.service, self.server)
+        self.server.add_insecure_port(address)
+        self.server.start()
+        self.addCleanup(self.server.stop, None)
+        caller.join(30)
+        self.assertNotIn("error", outcome)
+        self.assertEqual(outcome["answer"].request_id, "r1")
+        self.assertEqual(len(self.service.request_bytes), 1)
 
     def test_a_service_config_of_the_callers_own_wins(self):
         # Retries off through the caller's config: the refusal comes back.
