@@ -199,8 +199,8 @@ TEST(VerifierClientWaitForReadyTest, ACallWaitsForTheServerToComeUpOnlyWhenAsked
   builder.AddListeningPort(options.address, grpc::InsecureServerCredentials());
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  call.join();  // bounded by the call's deadline should the server not come up
   ASSERT_NE(server, nullptr);
-  call.join();
   ASSERT_THAT(answer, IsOk());
   EXPECT_EQ(answer->request_id(), "r1");
   EXPECT_EQ(service.request_bytes().size(), 1u);
