@@ -164,7 +164,8 @@ const std::map<std::string, Flag>& Flags() {
        IntFlag(&ServerOptions::cuda_mapped_inputs_max_bytes,
                "CUDA: a greedy batch with at most this many staged input bytes is read by the "
                "kernel in place from pinned memory, results written back in place (no H2D/D2H "
-               "copies); 0 = always copy, >= 0")},
+               "copies), and a sampled batch without KV rows with at most this many result "
+               "bytes stores them in place (no D2H copy); 0 = always copy, >= 0")},
       {"cuda_completion_spin_us",
        IntFlag(&ServerOptions::cuda_completion_spin_us,
                "CUDA: after a batch the completion thread polls this long for the next "

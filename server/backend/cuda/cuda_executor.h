@@ -159,6 +159,7 @@ class CudaExecutor final : public Backend {
     int32_t race_slots_per_sequence = 0;
     int64_t results_bytes = 0;
     bool mapped = false;          // inputs read, results written in place
+    bool results_in_place = false;  // inputs copied, results written in place (sampled)
   };
 
   explicit CudaExecutor(const CudaExecutorOptions& options);

@@ -393,7 +393,8 @@ absl::Status CudaExecutor::CopyBack(Work& work, int64_t kv_section_offset,
                                             cudaMemcpyDeviceToHost, slot.stream));
   }
   work.results_bytes = results_bytes;
-  if (!work.mapped && results_bytes > 0) {  // mapped: the kernels wrote the pinned results already
+  // Mapped or in place: the kernels wrote the pinned results already.
+  if (!work.mapped && !work.results_in_place && results_bytes > 0) {
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(),
                                             slot.device_results.data(),
                                             static_cast<size_t>(results_bytes),
@@ -424,7 +425,6 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   SV_RETURN_IF_ERROR(ValidateRejectionBatch(host));
 
   std::byte* const dev = slot.device_inputs.as<std::byte>();
-  std::byte* const res = slot.device_results.as<std::byte>();
   std::byte* const sdev = slot.device_sampled.as<std::byte>();
 
   RejectionSampleParams d;
@@ -446,6 +446,17 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
                                             " bytes > reserved ", results_capacity_));
   }
   work.race_slots_per_sequence = race_slots_per_sequence;
+  // The results (outcomes and race slots, a few KB) are stored straight
+  // into the slot's pinned memory: the stores cross the bus without
+  // waiting, where a D2H copy is one more operation on the batch's chain.
+  // The inputs are still copied: the race's decision reads them on its
+  // critical path, where each read over the bus would be a round trip; so
+  // are the results of a batch with KV rows, whose row copy reads the
+  // accepted lengths after the sampler.
+  const bool copy_rows = SampledChainCopiesAcceptedRows(batch.shape);
+  work.results_in_place =
+      slot.mapped_results != nullptr && !copy_rows && rl.total <= options_.mapped_inputs_max_bytes;
+  std::byte* const res = work.results_in_place ? slot.mapped_results : slot.device_results.as<std::byte>();
   d.output.accepted_lengths = reinterpret_cast<int32_t*>(res + rl.accepted);
   d.output.next_tokens = reinterpret_cast<int32_t*>(res + rl.next);
   d.output.mismatch = reinterpret_cast<uint8_t*>(res + rl.mismatch);
@@ -464,7 +475,6 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   // the H100, bench/server/results/2026-11-27-sampled-copy). Either way the
   // completion computes the packed offsets on the host.
   work.packed_offsets_on_host = true;
-  const bool copy_rows = SampledChainCopiesAcceptedRows(batch.shape);
   AcceptedRowCopyParams copy;
   if (copy_rows) {
     std::byte* const pin = slot.pinned_inputs.as<std::byte>();

@@ -25,7 +25,10 @@ struct CudaExecutorOptions {
   // most this many bytes skips both copies: the kernel reads the slot's
   // pinned inputs in place over the bus and writes its results straight
   // into pinned memory. At this size launches, not bytes, cost the time
-  // (seed 002): two copies fewer is two operations fewer. 0 disables.
+  // (seed 002): two copies fewer is two operations fewer. A sampled batch
+  // without KV rows whose results are at most this many bytes stores them
+  // in place the same way (its inputs are still copied: the race's decision
+  // reads them on its critical path). 0 disables.
   int64_t mapped_inputs_max_bytes = 0;
   // After its last batch the completion thread polls for the next one this
   // long before it sleeps. A sleeping thread's wake-up cost 60-80 us on the
