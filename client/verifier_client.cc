@@ -173,7 +173,9 @@ std::string DefaultServiceConfigJson(const VerifierClientOptions& options) {
   // too, and the service-wide entry covers the other methods.
   const std::string wait = options.wait_for_ready ? R"(,"waitForReady":true)" : "";
   absl::StrAppend(&config, R"("methodConfig":[)");
-  if (options.wait_for_ready) absl::StrAppend(&config, R"({"name":[{"service":")", service, R"("}])", wait, "},");
+  if (options.wait_for_ready) {
+    absl::StrAppend(&config, R"({"name":[{"service":")", service, R"("}])", wait, "},");
+  }
   absl::StrAppend(&config, R"({"name":[{"service":")", service, R"(","method":"Verify"}])", wait);
   if (options.verify_max_attempts > 1) {
     // Short backoff: a refusal while draining is immediate, and the next

@@ -76,8 +76,8 @@ struct VerifierClientOptions {
 // The default service config VerifierClient::Create gives its channel: the
 // Verify retry policy above, waitForReady for every method when asked and,
 // under round_robin, client-side health checking of specverify.v1.Verifier
-// (a draining replica turns NOT_SERVING and gets no new calls). Exposed for tests and for clients in other
-// languages to copy.
+// (a draining replica turns NOT_SERVING and gets no new calls). Exposed for
+// tests and for clients in other languages to copy.
 std::string DefaultServiceConfigJson(const VerifierClientOptions& options);
 
 // gRPC status to absl::Status (the codes are the same numbers).

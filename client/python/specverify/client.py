@@ -122,13 +122,14 @@ def default_service_config(verify_max_attempts=4, load_balancing_policy="", wait
     every call waits (within its timeout) for a server to connect to instead
     of failing UNAVAILABLE at once while none can be reached. The C++
     client's DefaultServiceConfigJson gives the same."""
-    config = {"methodConfig": [{"name": [{"service": _VERIFIER_SERVICE, "method": "Verify"}]}]}
+    verify = {"name": [{"service": _VERIFIER_SERVICE, "method": "Verify"}]}
+    config = {"methodConfig": [verify]}
     if wait_for_ready:
         # The most specific name wins: Verify's entry carries it too.
-        config["methodConfig"][0]["waitForReady"] = True
+        verify["waitForReady"] = True
         config["methodConfig"].insert(0, {"name": [{"service": _VERIFIER_SERVICE}], "waitForReady": True})
     if verify_max_attempts > 1:
-        config["methodConfig"][-1]["retryPolicy"] = {
+        verify["retryPolicy"] = {
             "maxAttempts": verify_max_attempts,
             "initialBackoff": "0.01s",
             "maxBackoff": "0.2s",

@@ -158,8 +158,10 @@ class CudaExecutor final : public Backend {
     // in the results' race slots for the completion to fold (0: none).
     int32_t race_slots_per_sequence = 0;
     int64_t results_bytes = 0;
-    bool mapped = false;          // inputs read, results written in place
-    bool results_in_place = false;  // inputs copied, results written in place (sampled)
+    // The kernels read the staged inputs / write the results through the
+    // pinned buffers' device mapping: no H2D / D2H copy of them.
+    bool inputs_in_place = false;
+    bool results_in_place = false;
   };
 
   explicit CudaExecutor(const CudaExecutorOptions& options);

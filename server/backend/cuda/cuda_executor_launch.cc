@@ -68,8 +68,8 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
   const int64_t row_bytes = in.row_bytes;
   const StagingLayout il = LayoutStaging(batch.shape);
   std::byte* const pin = slot.pinned_inputs.as<std::byte>();
-  work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
-  std::byte* const dev = work.mapped ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
+  work.inputs_in_place = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
+  std::byte* const dev = work.inputs_in_place ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
   work.host_decided = true;
 
   // The decision, on the staged tokens, straight into the batch's results
@@ -159,7 +159,7 @@ absl::Status CudaExecutor::LaunchGreedyDecidedOnHost(Work& work, bool inject_fau
 absl::Status CudaExecutor::CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes,
                                               bool inject_fault, int64_t sampled_bytes) {
   Slot& slot = *work.slot;
-  if (!work.mapped) {
+  if (!work.inputs_in_place) {
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dev, slot.pinned_inputs.data(),
                                             static_cast<size_t>(bytes), cudaMemcpyHostToDevice,
                                             slot.stream));
@@ -187,9 +187,10 @@ absl::Status CudaExecutor::LaunchGreedyOnDevice(Work& work, bool inject_fault) {
   const int64_t row_bytes = in.row_bytes;
   const StagingLayout il = LayoutStaging(work.batch->shape);
   const ResultLayout rl = LayoutResults(b);
-  work.mapped = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
-  std::byte* const dev = work.mapped ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
-  std::byte* const res = work.mapped ? slot.mapped_results : slot.device_results.as<std::byte>();
+  work.inputs_in_place = slot.mapped_inputs != nullptr && il.inputs_total <= options_.mapped_inputs_max_bytes;
+  std::byte* const dev = work.inputs_in_place ? slot.mapped_inputs : slot.device_inputs.as<std::byte>();
+  work.results_in_place = work.inputs_in_place;
+  std::byte* const res = work.results_in_place ? slot.mapped_results : slot.device_results.as<std::byte>();
 
   GreedyDeviceBatch d;
   d.params.input.num_sequences = b;
@@ -234,7 +235,7 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
   const ResultLayout rl = LayoutResults(b, rows);
   std::byte* const dev = slot.device_inputs.as<std::byte>();
   std::byte* const res = slot.device_results.as<std::byte>();
-  work.mapped = false;  // tree batches always copy (results include the paths)
+  work.inputs_in_place = false;  // tree batches always copy (results include the paths)
   const auto i32 = [](std::byte* base, int64_t at) { return reinterpret_cast<int32_t*>(base + at); };
 
   // Host views first: the checks the kernels rely on, on the staged bytes.
@@ -393,8 +394,7 @@ absl::Status CudaExecutor::CopyBack(Work& work, int64_t kv_section_offset,
                                             cudaMemcpyDeviceToHost, slot.stream));
   }
   work.results_bytes = results_bytes;
-  // Mapped or in place: the kernels wrote the pinned results already.
-  if (!work.mapped && !work.results_in_place && results_bytes > 0) {
+  if (!work.results_in_place && results_bytes > 0) {  // in place: the kernels wrote the pinned results
     SV_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(slot.pinned_results.data(),
                                             slot.device_results.data(),
                                             static_cast<size_t>(results_bytes),
