@@ -271,6 +271,16 @@ class CudaExecutor::SlotLease final : public StagingLease {
   Slot* const slot_;
 };
 
+int64_t CudaExecutor::SampledSectionInInputs(const StagingShape& shape) const {
+  if (!shape.sampled) return -1;
+  const StagingLayout l = LayoutStaging(shape);
+  // Region KV rows leave the inputs' tail to the device (a gather writes
+  // it): a copy of everything up to the sampled section would carry it.
+  if (l.inputs_host_filled != l.inputs_total) return -1;
+  const int64_t at = StagingAlignUp(l.inputs_total);
+  return at + l.sampled_total <= inputs_capacity_ ? at : -1;
+}
+
 absl::StatusOr<std::unique_ptr<StagingLease>> CudaExecutor::AcquireStaging(
     const StagingShape& shape, Batch* batch) {
   const StagingLayout l = LayoutStaging(shape);
@@ -286,8 +296,11 @@ absl::StatusOr<std::unique_ptr<StagingLease>> CudaExecutor::AcquireStaging(
         " staged distribution bytes = max(--max_batch_bytes, --max_message_bytes))"));
   }
   Slot* slot = AcquireSlot();
+  const int64_t sampled_at = SampledSectionInInputs(shape);
   ViewStagedBatch(shape, slot->pinned_inputs.as<std::byte>(),
-                  slot->pinned_sampled.as<std::byte>(), batch);
+                  sampled_at >= 0 ? slot->pinned_inputs.as<std::byte>() + sampled_at
+                                  : slot->pinned_sampled.as<std::byte>(),
+                  batch);
   return std::unique_ptr<StagingLease>(new SlotLease(this, slot));
 }
 

@@ -19,7 +19,9 @@
 //                               them (the one host copy)
 //   Submit (same thread)     -> a greedy chain batch is decided on the host
 //                               here; then on the slot's stream, all
-//                               asynchronous: one H2D copy per section,
+//                               asynchronous: one H2D copy of the inputs
+//                               (a sampled batch's section rides along when
+//                               it fits after them, else a second copy),
 //                               event, the kernel(s), event, one D2H copy of
 //                               the results (none when the host decided; and
 //                               of the packed rows into the slot's pinned
@@ -92,6 +94,11 @@ class CudaExecutor final : public Backend {
   // when the shape exceeds them.
   absl::StatusOr<std::unique_ptr<StagingLease>> AcquireStaging(const StagingShape& shape,
                                                                 Batch* batch) override;
+  // Where a sampled batch of this shape stages its sampled section: at this
+  // offset of the slot's inputs buffers, right after the inputs, when both
+  // fit there and the inputs are all staged by the host (one H2D copy
+  // carries both); else -1, in the slot's sampled buffers (two copies).
+  int64_t SampledSectionInInputs(const StagingShape& shape) const;
   // Launches on the calling thread (asynchronous CUDA calls only).
   // REQUIRES: batch->staging came from this executor's AcquireStaging.
   void Submit(std::unique_ptr<Batch> batch, BatchDone done) override;
@@ -196,6 +203,11 @@ class CudaExecutor final : public Backend {
   // any.
   absl::Status CopyInputsAndStart(Work& work, std::byte* dev, int64_t bytes, bool inject_fault,
                                   int64_t sampled_bytes = 0);
+  // CopyInputsAndStart for a tree or sampled batch of layout `il` whose
+  // sampled section (if any) is at `sampled_at` of the inputs
+  // (SampledSectionInInputs) or, at -1, in the slot's sampled buffers.
+  absl::Status CopyStagedAndStart(Work& work, std::byte* dev, const StagingLayout& il,
+                                  int64_t sampled_at, bool inject_fault);
   // Queues the D2H copies of the results (none when results_bytes is 0) and
   // of packed_bytes of packed rows for inline answers (the exact size when
   // the host decided, else the upper bound), then the completion event.

@@ -179,6 +179,18 @@ absl::Status CudaExecutor::CopyInputsAndStart(Work& work, std::byte* dev, int64_
   return absl::OkStatus();
 }
 
+absl::Status CudaExecutor::CopyStagedAndStart(Work& work, std::byte* dev, const StagingLayout& il,
+                                              int64_t sampled_at, bool inject_fault) {
+  if (!work.batch->shape.sampled) {
+    return CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault);
+  }
+  // The sampled section right after the inputs (SampledSectionInInputs):
+  // one copy of both, one operation fewer before the kernels (each costs
+  // the batch's chain a few microseconds at concurrency 1).
+  if (sampled_at >= 0) return CopyInputsAndStart(work, dev, sampled_at + il.sampled_total, inject_fault);
+  return CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault, il.sampled_total);
+}
+
 absl::Status CudaExecutor::LaunchGreedyOnDevice(Work& work, bool inject_fault) {
   Slot& slot = *work.slot;
   const GreedyHostInputs& in = work.batch->inputs;
@@ -282,8 +294,8 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
         /*origins_readable=*/true));
   }
 
-  SV_RETURN_IF_ERROR(CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault,
-                                        sampled ? il.sampled_total : 0));
+  const int64_t sampled_at = SampledSectionInInputs(batch.shape);
+  SV_RETURN_IF_ERROR(CopyStagedAndStart(work, dev, il, sampled_at, inject_fault));
   if (!sampled) {
     SV_RETURN_IF_ERROR(ValidateTreeStructure(b, in.draft_offsets.data(), in.parent_indices.data(),
                                              BackendTreeLimits()));
@@ -310,7 +322,7 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
     host.path_nodes = unused_paths.data();
     SV_RETURN_IF_ERROR(ValidateTreeSampleBatch(host, BackendTreeLimits()));
     const StagingLayout& sl = il;
-    std::byte* const sdev = slot.device_sampled.as<std::byte>();
+    std::byte* const sdev = sampled_at >= 0 ? dev + sampled_at : slot.device_sampled.as<std::byte>();
     TreeSampleParams d = host;
     d.input.draft_offsets = greedy_in.draft_offsets;
     d.input.draft_tokens = greedy_in.draft_tokens;
@@ -425,7 +437,8 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   SV_RETURN_IF_ERROR(ValidateRejectionBatch(host));
 
   std::byte* const dev = slot.device_inputs.as<std::byte>();
-  std::byte* const sdev = slot.device_sampled.as<std::byte>();
+  const int64_t sampled_at = SampledSectionInInputs(batch.shape);
+  std::byte* const sdev = sampled_at >= 0 ? dev + sampled_at : slot.device_sampled.as<std::byte>();
 
   RejectionSampleParams d;
   d.input = host.input;
@@ -494,9 +507,8 @@ absl::Status CudaExecutor::LaunchSampled(Work& work, bool inject_fault) {
   }
 
   // The batch builder wrote both sections into the slot's pinned buffers (the
-  // executor the copy plan): two H2D copies.
-  SV_RETURN_IF_ERROR(
-      CopyInputsAndStart(work, dev, il.inputs_host_filled, inject_fault, sl.sampled_total));
+  // executor the copy plan).
+  SV_RETURN_IF_ERROR(CopyStagedAndStart(work, dev, il, sampled_at, inject_fault));
   SV_CUDA_RETURN_IF_ERROR(LaunchRejectionSample(d, slot.rejection_scratch, slot.stream));
   if (copy_rows) SV_CUDA_RETURN_IF_ERROR(LaunchAcceptedRowCopy(copy, slot.stream));
   SV_CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.kernel_stop, slot.stream));

@@ -703,5 +703,61 @@ TEST(CudaExecutorTest, ABatchNotStagedByTheExecutorIsRefused) {
   EXPECT_THAT((*executor)->health(), IsOk());
 }
 
+// A sampled batch's per-sequence parameters, row tables and staged rows
+// travel in the inputs' H2D copy when they fit after the inputs in the
+// slot's inputs buffers (one copy, one operation fewer before the kernels);
+// otherwise, and when region KV rows leave the inputs' tail to the device,
+// in the slot's own sampled buffers (two copies).
+TEST(CudaExecutorTest, SampledSectionSharesTheInputsCopyWhenItFits) {
+  SKIP_WITHOUT_GPU();
+  CudaExecutorOptions options = SmallOptions(kFusedAlwaysThreshold);
+  options.max_batch_sequences = 8;
+  options.max_batch_kv_bytes = 1 << 20;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> executor = CudaExecutor::Create(options);
+  ASSERT_THAT(executor, IsOk());
+  const auto staged_at = [&](const StagingShape& shape) -> int64_t {
+    Batch batch;
+    absl::StatusOr<std::unique_ptr<StagingLease>> lease = (*executor)->AcquireStaging(shape, &batch);
+    EXPECT_THAT(lease, IsOk());
+    if (!lease.ok()) return -2;
+    const auto* inputs = reinterpret_cast<const std::byte*>(batch.inputs.draft_offsets.data());
+    const auto* sampled = reinterpret_cast<const std::byte*>(batch.sampled.sequences.data());
+    const int64_t at = (*executor)->SampledSectionInInputs(shape);
+    if (at >= 0) {
+      EXPECT_EQ(sampled - inputs, at);
+      EXPECT_EQ(at, StagingAlignUp(LayoutStaging(shape).inputs_total));
+    } else {
+      const std::byte* inputs_end = inputs + LayoutStaging(shape).inputs_total;
+      EXPECT_TRUE(sampled + LayoutStaging(shape).sampled_total <= inputs || sampled >= inputs_end)
+          << "a sampled section outside the inputs must not overlap them";
+    }
+    return at;
+  };
+  StagingShape small;
+  small.sampled = true;
+  small.sequences = 4;
+  small.draft_rows = 16;
+  small.target_value_bytes = (16 + 4) * 1000 * 4;
+  small.draft_value_bytes = 16 * 1000 * 4;
+  EXPECT_GE(staged_at(small), 0);
+  StagingShape in_regions = small;  // row tables only
+  in_regions.values_from_regions = in_regions.draft_rows_from_regions = true;
+  in_regions.target_value_bytes = in_regions.draft_value_bytes = 0;
+  EXPECT_GE(staged_at(in_regions), 0);
+  StagingShape with_rows = small;  // KV rows and distributions filling the slot
+  with_rows.kv_bytes = 1 << 20;
+  with_rows.target_value_bytes = 512 << 10;
+  with_rows.draft_value_bytes = 0;
+  EXPECT_EQ(staged_at(with_rows), -1);
+  StagingShape kv_in_regions = small;  // the device gathers the inputs' tail
+  kv_in_regions.kv_bytes = 16 * 4096;
+  kv_in_regions.kv_from_regions = true;
+  EXPECT_EQ(staged_at(kv_in_regions), -1);
+  StagingShape greedy;
+  greedy.sequences = 4;
+  greedy.draft_rows = 16;
+  EXPECT_EQ((*executor)->SampledSectionInInputs(greedy), -1);
+}
+
 }  // namespace
 }  // namespace specverify::server
