@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/common/data_type.h"
 #include "server/common/echo.h"
+#include "server/common/field_path.h"
 
 namespace specverify::server {
 namespace {
@@ -19,22 +20,24 @@ int64_t TensorBytes(const v1::TensorRef& ref) {
 struct Range {
   const Region* region;
   int64_t begin, end;
-  std::string field;
+  FieldPath field;
 };
 
 class Resolver {
  public:
-  Resolver(RegionRegistry& registry, const std::string& owner, ResolvedRegions* out)
-      : registry_(registry), owner_(owner), out_(out) {}
+  // `track_ranges`: keep every resolved range for CheckOutputOverlap (a
+  // request with kv_output); others need none kept.
+  Resolver(RegionRegistry& registry, const std::string& owner, ResolvedRegions* out, bool track_ranges)
+      : registry_(registry), owner_(owner), out_(out), track_ranges_(track_ranges) {}
 
   // The address of `ref`'s first byte; checks its range against its region.
-  absl::StatusOr<std::byte*> Resolve(const v1::TensorRef& ref, const std::string& field) {
+  absl::StatusOr<std::byte*> Resolve(const v1::TensorRef& ref, const FieldPath& field) {
     const Region* region = nullptr;
     for (const RegionUse& use : out_->uses) {
       if (use->spec().name == ref.region()) region = use.get();
     }
     if (region == nullptr) {
-      absl::StatusOr<RegionUse> use = registry_.Acquire(owner_, ref.region(), field + ".region");
+      absl::StatusOr<RegionUse> use = registry_.Acquire(owner_, ref.region(), (field + ".region").str());
       if (!use.ok()) return use.status();
       region = use->get();
       out_->uses.push_back(*std::move(use));
@@ -43,10 +46,10 @@ class Resolver {
     const int64_t size = region->spec().byte_size;
     if (ref.offset_bytes() > size || bytes > size - ref.offset_bytes()) {
       return absl::OutOfRangeError(absl::StrCat(
-          field, ": bytes [", ref.offset_bytes(), ", ", ref.offset_bytes() + bytes,
+          field.str(), ": bytes [", ref.offset_bytes(), ", ", ref.offset_bytes() + bytes,
           ") run past the end of region ", EchoForMessage(ref.region()), " (", size, " bytes)"));
     }
-    ranges_.push_back(Range{region, ref.offset_bytes(), ref.offset_bytes() + bytes, field});
+    if (track_ranges_) ranges_.push_back(Range{region, ref.offset_bytes(), ref.offset_bytes() + bytes, field});
     // Null: the backend accepted the region without mapping it (the no-op
     // ceiling's CUDA regions); it never dereferences these addresses.
     return region->address() == nullptr ? nullptr : region->address() + ref.offset_bytes();
@@ -59,7 +62,7 @@ class Resolver {
       const Range& in = ranges_[i];
       if (in.region == out.region && in.begin < out.end && out.begin < in.end) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "kv_output [", out.begin, ", ", out.end, ") overlaps ", in.field, " [", in.begin,
+            "kv_output [", out.begin, ", ", out.end, ") overlaps ", in.field.str(), " [", in.begin,
             ", ", in.end, ") in region ", EchoForMessage(in.region->spec().name),
             "; the packed rows must not overwrite an input"));
       }
@@ -71,6 +74,7 @@ class Resolver {
   RegionRegistry& registry_;
   const std::string& owner_;
   ResolvedRegions* out_;
+  const bool track_ranges_;
   std::vector<Range> ranges_;
 };
 
@@ -92,13 +96,12 @@ absl::StatusOr<ResolvedRegions> ResolveRegionRefs(const v1::VerifyRequest& reque
                                                   RegionRegistry& registry,
                                                   const std::string& owner) {
   ResolvedRegions out;
-  Resolver resolver(registry, owner, &out);
+  Resolver resolver(registry, owner, &out, request.has_kv_output());
   const int n = request.sequences_size();
   for (int i = 0; i < n; ++i) {
     const v1::SequenceDraft& seq = request.sequences(i);
-    const std::string prefix = absl::StrCat("sequences[", i, "]");
     if (seq.has_draft_kv_ref()) {
-      absl::StatusOr<std::byte*> a = resolver.Resolve(seq.draft_kv_ref(), prefix + ".draft_kv_ref");
+      absl::StatusOr<std::byte*> a = resolver.Resolve(seq.draft_kv_ref(), FieldPath::Sequence(i) + ".draft_kv_ref");
       if (!a.ok()) return a.status();
       out.kv.resize(n);
       out.kv[i] = *a;
@@ -107,21 +110,21 @@ absl::StatusOr<ResolvedRegions> ResolveRegionRefs(const v1::VerifyRequest& reque
     const v1::SampledTarget& st = seq.sampled();
     if (st.target().has_values_ref()) {
       absl::StatusOr<std::byte*> a =
-          resolver.Resolve(st.target().values_ref(), prefix + ".sampled.target.values_ref");
+          resolver.Resolve(st.target().values_ref(), FieldPath::Sequence(i) + ".sampled.target.values_ref");
       if (!a.ok()) return a.status();
       out.target.resize(n);
       out.target[i] = *a;
     }
     if (st.has_draft() && st.draft().has_values_ref()) {
       absl::StatusOr<std::byte*> a =
-          resolver.Resolve(st.draft().values_ref(), prefix + ".sampled.draft.values_ref");
+          resolver.Resolve(st.draft().values_ref(), FieldPath::Sequence(i) + ".sampled.draft.values_ref");
       if (!a.ok()) return a.status();
       out.draft.resize(n);
       out.draft[i] = *a;
     }
   }
   if (request.has_kv_output()) {
-    absl::StatusOr<std::byte*> a = resolver.Resolve(request.kv_output(), "kv_output");
+    absl::StatusOr<std::byte*> a = resolver.Resolve(request.kv_output(), FieldPath::Root("kv_output"));
     if (!a.ok()) return a.status();
     if (absl::Status s = resolver.CheckOutputOverlap(); !s.ok()) return s;
     out.kv_output = *a;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "server/arena/kv_arena.h"
 #include "server/common/echo.h"
+#include "server/common/field_path.h"
 
 namespace specverify::server {
 namespace {
@@ -21,12 +22,12 @@ absl::Status Invalid(const std::string& message) {
 std::string Seq(int i) { return absl::StrCat("sequences[", i, "]"); }
 
 absl::Status CheckTokens(const google::protobuf::RepeatedField<int32_t>& tokens,
-                         const std::string& field, int32_t vocab_size) {
+                         const FieldPath& field, int32_t vocab_size) {
   for (int j = 0; j < tokens.size(); ++j) {
     const int32_t t = tokens[j];
     if (t < 0 || (vocab_size > 0 && t >= vocab_size)) {
       return Invalid(absl::StrCat(
-          field, "[", j, "] is ", t, "; token ids must lie in [0, ",
+          field.str(), "[", j, "] is ", t, "; token ids must lie in [0, ",
           vocab_size > 0 ? absl::StrCat("vocab_size=", vocab_size, ")")
                          : std::string("2^31) (vocab_size unknown)")));
     }
@@ -62,20 +63,20 @@ TensorFields FieldsOf(const v1::TensorRef& r) {
 
 // The bytes of a tensor with `expected` bytes: inline length, or the
 // reference's region name and offset alignment.
-absl::Status CheckTensorBytes(const TensorFields& t, const std::string& field, int64_t expected,
+absl::Status CheckTensorBytes(const TensorFields& t, const FieldPath& field, int64_t expected,
                               int64_t align) {
   if (t.ref == nullptr) {
     if (static_cast<int64_t>(t.inline_bytes) != expected) {
-      return Invalid(absl::StrCat(field, ".data is ", t.inline_bytes,
+      return Invalid(absl::StrCat(field.str(), ".data is ", t.inline_bytes,
                                   " bytes; shape x dtype size requires ", expected));
     }
     return absl::OkStatus();
   }
   if (t.ref->region().empty()) {
-    return Invalid(absl::StrCat(field, ".region is empty; name a registered region"));
+    return Invalid(absl::StrCat(field.str(), ".region is empty; name a registered region"));
   }
   if (t.ref->offset_bytes() < 0 || t.ref->offset_bytes() % align != 0) {
-    return Invalid(absl::StrCat(field, ".offset_bytes is ", t.ref->offset_bytes(),
+    return Invalid(absl::StrCat(field.str(), ".offset_bytes is ", t.ref->offset_bytes(),
                                 "; must be >= 0 and a multiple of ", align));
   }
   return absl::OkStatus();
@@ -87,18 +88,18 @@ absl::StatusOr<KvShape> CheckDraftKv(const v1::SequenceDraft& seq, int i,
   if (seq.kv_case() == v1::SequenceDraft::KV_NOT_SET) return kv;
   kv.in_region = seq.has_draft_kv_ref();
   const TensorFields t = kv.in_region ? FieldsOf(seq.draft_kv_ref()) : FieldsOf(seq.draft_kv());
-  const std::string field = absl::StrCat(Seq(i), kv.in_region ? ".draft_kv_ref" : ".draft_kv");
+  const FieldPath field = FieldPath::Sequence(i) + (kv.in_region ? ".draft_kv_ref" : ".draft_kv");
   const int64_t elem = DataTypeSize(t.dtype);
   if (elem == 0) {
-    return Invalid(absl::StrCat(field, ".dtype is ", t.dtype,
+    return Invalid(absl::StrCat(field.str(), ".dtype is ", t.dtype,
                                 "; must be a DataType other than UNSPECIFIED"));
   }
   if (t.shape->size() < 2) {
-    return Invalid(absl::StrCat(field, ".shape has rank ", t.shape->size(),
+    return Invalid(absl::StrCat(field.str(), ".shape has rank ", t.shape->size(),
                                 "; must be [gamma, d1, ...] with rank >= 2"));
   }
   if ((*t.shape)[0] != gamma) {
-    return Invalid(absl::StrCat(field, ".shape[0] is ", (*t.shape)[0],
+    return Invalid(absl::StrCat(field.str(), ".shape[0] is ", (*t.shape)[0],
                                 "; must equal gamma = ", gamma,
                                 " (the number of draft_tokens)"));
   }
@@ -106,7 +107,7 @@ absl::StatusOr<KvShape> CheckDraftKv(const v1::SequenceDraft& seq, int i,
   for (int d = 1; d < t.shape->size(); ++d) {
     const int64_t dim = (*t.shape)[d];
     if (dim < 1 || dim > kMaxTensorElements / row_elements) {
-      return Invalid(absl::StrCat(field, ".shape[", d, "] is ", dim,
+      return Invalid(absl::StrCat(field.str(), ".shape[", d, "] is ", dim,
                                   "; every dimension must be >= 1 and the row at most ",
                                   kMaxTensorElements, " elements"));
     }
@@ -142,38 +143,38 @@ bool IsValueDtype(int dtype) {
 
 // One distribution tensor: dtype, kind, shape [rows, V] and byte length.
 // `vocab` is 0 for the target (which defines V) and V for the draft.
-absl::Status CheckDistribution(const v1::Distribution& d, const std::string& field,
+absl::Status CheckDistribution(const v1::Distribution& d, const FieldPath& field,
                                int64_t rows, int32_t* vocab) {
   const bool in_region = d.has_values_ref();
   const TensorFields t = in_region ? FieldsOf(d.values_ref()) : FieldsOf(d.values());
-  const std::string values = in_region ? ".values_ref" : ".values";
+  const char* const values = in_region ? ".values_ref" : ".values";
   if (!IsValueDtype(t.dtype)) {
-    return Invalid(absl::StrCat(field, values, ".dtype is ", t.dtype,
+    return Invalid(absl::StrCat(field.str(), values, ".dtype is ", t.dtype,
                                 "; must be FLOAT32, FLOAT16 or BFLOAT16"));
   }
   if (d.kind() != v1::DISTRIBUTION_KIND_PROBABILITIES &&
       d.kind() != v1::DISTRIBUTION_KIND_LOGITS &&
       d.kind() != v1::DISTRIBUTION_KIND_LOG_PROBABILITIES) {
-    return Invalid(absl::StrCat(field, ".kind is ", d.kind(),
+    return Invalid(absl::StrCat(field.str(), ".kind is ", d.kind(),
                                 "; must be PROBABILITIES, LOGITS or LOG_PROBABILITIES"));
   }
   if (t.shape->size() != 2) {
-    return Invalid(absl::StrCat(field, values, ".shape has rank ", t.shape->size(),
+    return Invalid(absl::StrCat(field.str(), values, ".shape has rank ", t.shape->size(),
                                 "; must be [", rows, ", vocab]"));
   }
   if ((*t.shape)[0] != rows) {
-    return Invalid(absl::StrCat(field, values, ".shape[0] is ", (*t.shape)[0], "; must be ", rows,
-                                field.ends_with(".target") ? " (gamma + 1)" : " (gamma)"));
+    return Invalid(absl::StrCat(field.str(), values, ".shape[0] is ", (*t.shape)[0], "; must be ", rows,
+                                field.EndsWith(".target") ? " (gamma + 1)" : " (gamma)"));
   }
   const int64_t v = (*t.shape)[1];
   if (*vocab == 0) {
     if (v < 2 || v > kMaxSampledVocabSize) {
-      return Invalid(absl::StrCat(field, values, ".shape[1] (vocab) is ", v,
+      return Invalid(absl::StrCat(field.str(), values, ".shape[1] (vocab) is ", v,
                                   "; must lie in [2, ", kMaxSampledVocabSize, "]"));
     }
     *vocab = static_cast<int32_t>(v);
   } else if (v != *vocab) {
-    return Invalid(absl::StrCat(field, values, ".shape[1] is ", v,
+    return Invalid(absl::StrCat(field.str(), values, ".shape[1] is ", v,
                                 "; must equal the target's vocab ", *vocab));
   }
   // Rows in a region are read in place with 16-byte loads.
@@ -184,10 +185,10 @@ absl::Status CheckDistribution(const v1::Distribution& d, const std::string& fie
 // values (those are checked where they are read: per-sequence status codes).
 absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, int32_t gamma) {
   const v1::SampledTarget& st = seq.sampled();
-  const std::string field = absl::StrCat(Seq(i), ".sampled");
+  const FieldPath field = FieldPath::Sequence(i) + ".sampled";
   SampledShape sh;
   if (!st.has_target()) {
-    return Invalid(absl::StrCat(field, ".target is not set; [gamma + 1, vocab] rows required"));
+    return Invalid(absl::StrCat(field.str(), ".target is not set; [gamma + 1, vocab] rows required"));
   }
   if (absl::Status s = CheckDistribution(st.target(), field + ".target", gamma + 1, &sh.vocab);
       !s.ok()) {
@@ -204,19 +205,19 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
       return s;
     }
     if (st.draft().has_values_ref() != sh.in_region) {
-      return Invalid(absl::StrCat(field, ".draft is ", sh.in_region ? "inline" : "in a region",
+      return Invalid(absl::StrCat(field.str(), ".draft is ", sh.in_region ? "inline" : "in a region",
                                   " but the target is ", sh.in_region ? "in a region" : "inline",
                                   "; target and draft rows travel the same way"));
     }
     const int32_t draft_dtype = sh.in_region ? st.draft().values_ref().dtype()
                                              : st.draft().values().dtype();
     if (draft_dtype != sh.dtype) {
-      return Invalid(absl::StrCat(field, sh.in_region ? ".draft.values_ref" : ".draft.values",
+      return Invalid(absl::StrCat(field.str(), sh.in_region ? ".draft.values_ref" : ".draft.values",
                                   ".dtype is ", draft_dtype,
                                   " but the target's is ", sh.dtype, "; one dtype per request"));
     }
     if (st.draft().kind() != sh.kind) {
-      return Invalid(absl::StrCat(field, ".draft.kind is ", st.draft().kind(),
+      return Invalid(absl::StrCat(field.str(), ".draft.kind is ", st.draft().kind(),
                                   " but the target's is ", sh.kind, "; one kind per request"));
     }
     sh.has_draft = true;
@@ -228,13 +229,13 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
     return Invalid(absl::StrCat(Seq(i), ".vocab_size is ", seq.vocab_size(),
                                 "; must equal the distributions' width ", sh.vocab));
   }
-  if (absl::Status s = CheckTokens(seq.draft_tokens(), absl::StrCat(Seq(i), ".draft_tokens"),
+  if (absl::Status s = CheckTokens(seq.draft_tokens(), FieldPath::Sequence(i) + ".draft_tokens",
                                    sh.vocab);
       !s.ok()) {
     return s;
   }
   if (!v1::SamplingMethod_IsValid(st.method())) {
-    return Invalid(absl::StrCat(field, ".method is ", st.method(), "; not a SamplingMethod value"));
+    return Invalid(absl::StrCat(field.str(), ".method is ", st.method(), "; not a SamplingMethod value"));
   }
   sh.method = st.method() == v1::SAMPLING_METHOD_UNSPECIFIED ? v1::SAMPLING_METHOD_EXACT
                                                               : st.method();
@@ -242,25 +243,25 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
   const bool sigmoid = sh.method == v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION;
   const float t = st.temperature();
   if (!std::isfinite(t) || t < 0) {
-    return Invalid(absl::StrCat(field, ".temperature is ", t, "; must be finite and >= 0"));
+    return Invalid(absl::StrCat(field.str(), ".temperature is ", t, "; must be finite and >= 0"));
   }
   if (st.top_k() < 0 || st.top_k() > sh.vocab) {
-    return Invalid(absl::StrCat(field, ".top_k is ", st.top_k(), "; must lie in [0, vocab=",
+    return Invalid(absl::StrCat(field.str(), ".top_k is ", st.top_k(), "; must lie in [0, vocab=",
                                 sh.vocab, "] (0 = all)"));
   }
   if (!(st.top_p() >= 0.0f && st.top_p() <= 1.0f)) {
-    return Invalid(absl::StrCat(field, ".top_p is ", st.top_p(),
+    return Invalid(absl::StrCat(field.str(), ".top_p is ", st.top_p(),
                                 "; must lie in [0, 1] (0 or 1 = all)"));
   }
   const bool filters = st.top_k() != 0 || (st.top_p() != 0.0f && st.top_p() != 1.0f);
   if (!logits && filters) {
-    return Invalid(absl::StrCat(field, ".top_k/top_p are ", st.top_k(), "/", st.top_p(),
+    return Invalid(absl::StrCat(field.str(), ".top_k/top_p are ", st.top_k(), "/", st.top_p(),
                                 "; they apply to LOGITS only (send probabilities or "
                                 "log-probabilities already filtered, with top_k 0 and top_p 0 or 1)"));
   }
   if (sigmoid) {
     if (!logits) {
-      return Invalid(absl::StrCat(field, ".method is SIGMOID_APPROXIMATION; it requires "
+      return Invalid(absl::StrCat(field.str(), ".method is SIGMOID_APPROXIMATION; it requires "
                                   "LOGITS, the target is ",
                                   sh.kind == v1::DISTRIBUTION_KIND_LOG_PROBABILITIES
                                       ? "LOG_PROBABILITIES"
@@ -268,15 +269,15 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
     }
     if (!(std::isfinite(st.sigmoid_alpha()) && std::isfinite(st.sigmoid_beta()) &&
           st.sigmoid_alpha() < 0 && st.sigmoid_beta() > 0)) {
-      return Invalid(absl::StrCat(field, ".sigmoid_alpha/sigmoid_beta are ", st.sigmoid_alpha(),
+      return Invalid(absl::StrCat(field.str(), ".sigmoid_alpha/sigmoid_beta are ", st.sigmoid_alpha(),
                                   "/", st.sigmoid_beta(), "; must be finite with alpha < 0 < beta"));
     }
     if (!(t > 0)) {
-      return Invalid(absl::StrCat(field, ".temperature is ", t,
+      return Invalid(absl::StrCat(field.str(), ".temperature is ", t,
                                   "; SIGMOID_APPROXIMATION needs temperature > 0"));
     }
     if (filters) {
-      return Invalid(absl::StrCat(field, ".top_k/top_p are ", st.top_k(), "/", st.top_p(),
+      return Invalid(absl::StrCat(field.str(), ".top_k/top_p are ", st.top_k(), "/", st.top_p(),
                                   "; SIGMOID_APPROXIMATION takes no top-k/top-p"));
     }
     sh.alpha = st.sigmoid_alpha();
@@ -336,16 +337,16 @@ absl::Status CheckTree(const v1::SequenceDraft& seq, int i, const RequestLimits&
   }
   if (seq.has_sampled()) {
     const v1::SampledTarget& st = seq.sampled();
-    const std::string field = absl::StrCat(Seq(i), ".sampled");
+    const FieldPath field = FieldPath::Sequence(i) + ".sampled";
     if (st.target().kind() != v1::DISTRIBUTION_KIND_PROBABILITIES) {
-      return Invalid(absl::StrCat(field, ".target.kind: sampled trees take PROBABILITIES ",
+      return Invalid(absl::StrCat(field.str(), ".target.kind: sampled trees take PROBABILITIES ",
                                   "(the tree kernels have no logits normalizer)"));
     }
     if (st.method() == v1::SAMPLING_METHOD_SIGMOID_APPROXIMATION) {
-      return Invalid(absl::StrCat(field, ".method: sampled trees verify EXACT only"));
+      return Invalid(absl::StrCat(field.str(), ".method: sampled trees verify EXACT only"));
     }
     if (st.validate_full_rows()) {
-      return Invalid(absl::StrCat(field, ".validate_full_rows: not offered for trees (the ",
+      return Invalid(absl::StrCat(field.str(), ".validate_full_rows: not offered for trees (the ",
                                   "kernels check every value they read)"));
     }
   }
@@ -387,7 +388,7 @@ absl::Status CheckKvOutput(const v1::VerifyRequest& request, int64_t row_bytes, 
                                 total_draft_rows,
                                 " (the request's draft tokens: the most rows it can keep)"));
   }
-  return CheckTensorBytes(t, "kv_output", rows * row_bytes, DataTypeSize(dtype));
+  return CheckTensorBytes(t, FieldPath::Root("kv_output"), rows * row_bytes, DataTypeSize(dtype));
 }
 
 }  // namespace
@@ -448,8 +449,7 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
                                   first.vocab_size(),
                                   "; one vocabulary per request"));
     }
-    if (absl::Status s = CheckTokens(seq.draft_tokens(),
-                                     absl::StrCat(Seq(i), ".draft_tokens"),
+    if (absl::Status s = CheckTokens(seq.draft_tokens(), FieldPath::Sequence(i) + ".draft_tokens",
                                      seq.vocab_size());
         !s.ok()) {
       return s;
@@ -461,8 +461,8 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
                                     target.size(), " tokens; must be gamma + 1 = ",
                                     gamma + 1));
       }
-      if (absl::Status s = CheckTokens(
-              target, absl::StrCat(Seq(i), ".greedy.target_tokens"), seq.vocab_size());
+      if (absl::Status s =
+              CheckTokens(target, FieldPath::Sequence(i) + ".greedy.target_tokens", seq.vocab_size());
           !s.ok()) {
         return s;
       }
