@@ -3,8 +3,8 @@
 // literals) and formatted only when a message needs it. Validating and
 // resolving a request runs on every request before it is batched, and a
 // valid request names no field: formatting each one eagerly cost a sampled
-// request of 8 sequences ~70 heap allocations (~5 us of its ~17 us of checks
-// on the build VM).
+// request of 8 sequences ~6 of its ~9 us of validation on the build VM
+// (bench/server/results/2026-11-28-lazy-field-names).
 #ifndef SPECVERIFY_SERVER_COMMON_FIELD_PATH_H_
 #define SPECVERIFY_SERVER_COMMON_FIELD_PATH_H_
 
