@@ -34,9 +34,11 @@ class FieldPath {
   }
 
   // This path with `suffix` (a literal such as ".draft_tokens") appended.
+  // The request's deepest field takes 4 parts; past kMaxParts the last part
+  // is replaced, so an overlong path still names its field's end.
   FieldPath operator+(const char* suffix) const {
     FieldPath p = *this;
-    if (p.size_ < kMaxParts) p.parts_[p.size_++] = suffix;
+    p.parts_[p.size_ < kMaxParts ? p.size_++ : kMaxParts - 1] = suffix;
     return p;
   }
 
@@ -52,7 +54,7 @@ class FieldPath {
   }
 
  private:
-  static constexpr int kMaxParts = 4;
+  static constexpr int kMaxParts = 6;
   int sequence_ = -1;
   std::array<const char*, kMaxParts> parts_{};
   int size_ = 0;
