@@ -27,7 +27,8 @@ class Resolver {
  public:
   // `track_ranges`: keep every resolved range for CheckOutputOverlap (a
   // request with kv_output); others need none kept.
-  Resolver(RegionRegistry& registry, const std::string& owner, ResolvedRegions* out, bool track_ranges)
+  Resolver(RegionRegistry& registry, const std::string& owner, ResolvedRegions* out,
+           bool track_ranges)
       : registry_(registry), owner_(owner), out_(out), track_ranges_(track_ranges) {}
 
   // The address of `ref`'s first byte; checks its range against its region.
@@ -37,7 +38,8 @@ class Resolver {
       if (use->spec().name == ref.region()) region = use.get();
     }
     if (region == nullptr) {
-      absl::StatusOr<RegionUse> use = registry_.Acquire(owner_, ref.region(), (field + ".region").str());
+      absl::StatusOr<RegionUse> use =
+          registry_.Acquire(owner_, ref.region(), (field + ".region").str());
       if (!use.ok()) return use.status();
       region = use->get();
       out_->uses.push_back(*std::move(use));
@@ -49,7 +51,9 @@ class Resolver {
           field.str(), ": bytes [", ref.offset_bytes(), ", ", ref.offset_bytes() + bytes,
           ") run past the end of region ", EchoForMessage(ref.region()), " (", size, " bytes)"));
     }
-    if (track_ranges_) ranges_.push_back(Range{region, ref.offset_bytes(), ref.offset_bytes() + bytes, field});
+    if (track_ranges_) {
+      ranges_.push_back(Range{region, ref.offset_bytes(), ref.offset_bytes() + bytes, field});
+    }
     // Null: the backend accepted the region without mapping it (the no-op
     // ceiling's CUDA regions); it never dereferences these addresses.
     return region->address() == nullptr ? nullptr : region->address() + ref.offset_bytes();
@@ -101,7 +105,8 @@ absl::StatusOr<ResolvedRegions> ResolveRegionRefs(const v1::VerifyRequest& reque
   for (int i = 0; i < n; ++i) {
     const v1::SequenceDraft& seq = request.sequences(i);
     if (seq.has_draft_kv_ref()) {
-      absl::StatusOr<std::byte*> a = resolver.Resolve(seq.draft_kv_ref(), FieldPath::Sequence(i) + ".draft_kv_ref");
+      absl::StatusOr<std::byte*> a =
+          resolver.Resolve(seq.draft_kv_ref(), FieldPath::Sequence(i) + ".draft_kv_ref");
       if (!a.ok()) return a.status();
       out.kv.resize(n);
       out.kv[i] = *a;
@@ -110,21 +115,24 @@ absl::StatusOr<ResolvedRegions> ResolveRegionRefs(const v1::VerifyRequest& reque
     const v1::SampledTarget& st = seq.sampled();
     if (st.target().has_values_ref()) {
       absl::StatusOr<std::byte*> a =
-          resolver.Resolve(st.target().values_ref(), FieldPath::Sequence(i) + ".sampled.target.values_ref");
+          resolver.Resolve(st.target().values_ref(),
+                           FieldPath::Sequence(i) + ".sampled.target.values_ref");
       if (!a.ok()) return a.status();
       out.target.resize(n);
       out.target[i] = *a;
     }
     if (st.has_draft() && st.draft().has_values_ref()) {
       absl::StatusOr<std::byte*> a =
-          resolver.Resolve(st.draft().values_ref(), FieldPath::Sequence(i) + ".sampled.draft.values_ref");
+          resolver.Resolve(st.draft().values_ref(),
+                           FieldPath::Sequence(i) + ".sampled.draft.values_ref");
       if (!a.ok()) return a.status();
       out.draft.resize(n);
       out.draft[i] = *a;
     }
   }
   if (request.has_kv_output()) {
-    absl::StatusOr<std::byte*> a = resolver.Resolve(request.kv_output(), FieldPath::Root("kv_output"));
+    absl::StatusOr<std::byte*> a =
+        resolver.Resolve(request.kv_output(), FieldPath::Root("kv_output"));
     if (!a.ok()) return a.status();
     if (absl::Status s = resolver.CheckOutputOverlap(); !s.ok()) return s;
     out.kv_output = *a;

@@ -163,7 +163,8 @@ absl::Status CheckDistribution(const v1::Distribution& d, const FieldPath& field
                                 "; must be [", rows, ", vocab]"));
   }
   if ((*t.shape)[0] != rows) {
-    return Invalid(absl::StrCat(field.str(), values, ".shape[0] is ", (*t.shape)[0], "; must be ", rows,
+    return Invalid(absl::StrCat(field.str(), values, ".shape[0] is ", (*t.shape)[0], "; must be ",
+                                rows,
                                 field.EndsWith(".target") ? " (gamma + 1)" : " (gamma)"));
   }
   const int64_t v = (*t.shape)[1];
@@ -188,7 +189,8 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
   const FieldPath field = FieldPath::Sequence(i) + ".sampled";
   SampledShape sh;
   if (!st.has_target()) {
-    return Invalid(absl::StrCat(field.str(), ".target is not set; [gamma + 1, vocab] rows required"));
+    return Invalid(
+        absl::StrCat(field.str(), ".target is not set; [gamma + 1, vocab] rows required"));
   }
   if (absl::Status s = CheckDistribution(st.target(), field + ".target", gamma + 1, &sh.vocab);
       !s.ok()) {
@@ -205,7 +207,8 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
       return s;
     }
     if (st.draft().has_values_ref() != sh.in_region) {
-      return Invalid(absl::StrCat(field.str(), ".draft is ", sh.in_region ? "inline" : "in a region",
+      return Invalid(absl::StrCat(field.str(), ".draft is ",
+                                  sh.in_region ? "inline" : "in a region",
                                   " but the target is ", sh.in_region ? "in a region" : "inline",
                                   "; target and draft rows travel the same way"));
     }
@@ -235,7 +238,8 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
     return s;
   }
   if (!v1::SamplingMethod_IsValid(st.method())) {
-    return Invalid(absl::StrCat(field.str(), ".method is ", st.method(), "; not a SamplingMethod value"));
+    return Invalid(
+        absl::StrCat(field.str(), ".method is ", st.method(), "; not a SamplingMethod value"));
   }
   sh.method = st.method() == v1::SAMPLING_METHOD_UNSPECIFIED ? v1::SAMPLING_METHOD_EXACT
                                                               : st.method();
@@ -269,7 +273,8 @@ absl::StatusOr<SampledShape> CheckSampled(const v1::SequenceDraft& seq, int i, i
     }
     if (!(std::isfinite(st.sigmoid_alpha()) && std::isfinite(st.sigmoid_beta()) &&
           st.sigmoid_alpha() < 0 && st.sigmoid_beta() > 0)) {
-      return Invalid(absl::StrCat(field.str(), ".sigmoid_alpha/sigmoid_beta are ", st.sigmoid_alpha(),
+      return Invalid(absl::StrCat(field.str(), ".sigmoid_alpha/sigmoid_beta are ",
+                                  st.sigmoid_alpha(),
                                   "/", st.sigmoid_beta(), "; must be finite with alpha < 0 < beta"));
     }
     if (!(t > 0)) {
@@ -462,7 +467,8 @@ absl::StatusOr<ValidatedRequest> ValidateVerifyRequest(
                                     gamma + 1));
       }
       if (absl::Status s =
-              CheckTokens(target, FieldPath::Sequence(i) + ".greedy.target_tokens", seq.vocab_size());
+              CheckTokens(target, FieldPath::Sequence(i) + ".greedy.target_tokens",
+                          seq.vocab_size());
           !s.ok()) {
         return s;
       }
