@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "proto/runtime/version.h"
+#include "server/app/listen_address.h"
 #include "server/app/server_options.h"
 #include "server/app/service_manager.h"
 #include "server/app/verifier_server.h"
@@ -71,10 +72,15 @@ int Run(const ServerOptions& options) {
                (*server)->info().device_name().c_str(),
                (*server)->backend_reason().c_str(),
                options.metrics_address.empty() ? "metrics disabled" : "metrics on /metrics");
-  // Tests and scripts parse this line for the chosen port.
-  std::printf("listening on port %d\n", (*server)->port());
+  // Tests and scripts parse this line for the chosen port ("port N" on
+  // TCP; a unix: socket has none, gRPC reports 1 for it).
+  const std::string where =
+      specverify::server::UnixSocketPath(options.listen_address).has_value()
+          ? options.listen_address
+          : absl::StrCat("port ", (*server)->port());
+  std::printf("listening on %s\n", where.c_str());
   std::fflush(stdout);
-  Notify(absl::StrCat("READY=1\nSTATUS=serving on port ", (*server)->port(), " (backend ",
+  Notify(absl::StrCat("READY=1\nSTATUS=serving on ", where, " (backend ",
                       (*server)->info().backend(), ")"));
 
   specverify::server::VerifierServer* raw = server->get();

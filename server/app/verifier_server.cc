@@ -16,6 +16,7 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "proto/runtime/callback_queue_pin.h"
 #include "proto/runtime/version.h"
+#include "server/app/listen_address.h"
 #include "server/backend/backend_factory.h"
 #include "server/rpc/grpc_tuning.h"
 #include "server/rpc/protobuf_log.h"
@@ -92,6 +93,9 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
     const ServerOptions& options, ServerMetrics* metrics, std::vector<DeviceBackend> devices) {
   if (metrics == nullptr) return absl::InvalidArgumentError("metrics is null");
   if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
+  // Before any device is initialized: a second instance on this address
+  // must not take GPU memory from the one serving there.
+  if (absl::Status s = CheckListenAddressFree(options.listen_address); !s.ok()) return s;
   // One protobuf log line per call site per 10 s, not one per bad request.
   InstallRateLimitedProtobufLogging();
   std::unique_ptr<VerifierServer> server(new VerifierServer);
@@ -263,6 +267,9 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   // Before the server joins gRPC's callback queue: its shutdown must never
   // be the one that tears the queue down (proto/runtime/callback_queue_pin.h).
   grpc_runtime::PinCallbackQueue();
+  // Again right before the bind, which on a unix: path would replace the
+  // socket of a server started meanwhile.
+  if (absl::Status s = CheckListenAddressFree(options.listen_address); !s.ok()) return s;
   grpc::ServerBuilder builder;
   builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
   builder.RegisterService(server->service_.get());
@@ -320,7 +327,7 @@ VerifierServer::~VerifierServer() {
 }
 
 std::string VerifierServer::local_address() const {
-  return absl::StrCat("127.0.0.1:", port_);
+  return LocalDialAddress(options_.listen_address, port_);
 }
 
 void VerifierServer::RequestStop(const absl::Status& reason) {

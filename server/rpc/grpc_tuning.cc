@@ -38,6 +38,10 @@ GrpcArgs EffectiveGrpcArgs(const GrpcArgs& overrides) {
       // round trip for WINDOW_UPDATE until BDP probing has grown it; start
       // at a window that holds a whole typical request.
       {"grpc.http2.lookahead_bytes", 8 << 20},
+      // gRPC sets SO_REUSEPORT on Linux by default: a second server on the
+      // same port would bind and take half of the new connections, each
+      // without the other's KV handles and regions (server/app/listen_address.h).
+      {"grpc.so_reuseport", 0},
   };
   for (const auto& override_arg : overrides) {
     const std::string& name = override_arg.first;

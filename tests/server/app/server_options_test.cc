@@ -1,6 +1,7 @@
 #include "server/app/server_options.h"
 #include "server/rpc/grpc_tuning.h"
 
+#include <algorithm>
 #include <fstream>
 
 #include "gmock/gmock.h"
@@ -226,7 +227,11 @@ TEST(ServerOptionsTest, GrpcArgsParseIntegersAndStringsAndOverrideTheDefaults) {
     }
   }
   EXPECT_EQ(windows, 1);
-  EXPECT_EQ(effective.size(), 3u);
+  // The server's defaults stay: SO_REUSEPORT off (server/app/listen_address.h).
+  EXPECT_EQ(effective.size(), 4u);
+  EXPECT_NE(std::find(effective.begin(), effective.end(),
+                      GrpcArgs::value_type{"grpc.so_reuseport", 0}),
+            effective.end());
   EXPECT_THAT(ParseServerFlags({"--grpc_args=grpc.http2.bdp_probe"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--grpc_args item \"grpc.http2.bdp_probe\" is not name=value")));

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/time/clock.h"
 #include "client/greedy_requests.h"
@@ -37,6 +39,7 @@ namespace {
 
 using ::specverify::testing::IsOk;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Child {
   pid_t pid = -1;
@@ -90,8 +93,9 @@ int WaitExit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Reads stdout up to the "listening on port N" line.
-int ReadPort(int fd) {
+// Reads stdout up to the "listening on ..." line; returns what it names
+// ("port N" or a unix: address), "" if stdout ends first.
+std::string ReadListening(int fd) {
   std::string line;
   char c;
   while (read(fd, &c, 1) == 1) {
@@ -99,11 +103,17 @@ int ReadPort(int fd) {
       line.push_back(c);
       continue;
     }
-    int port;
-    if (absl::SimpleAtoi(absl::StripPrefix(line, "listening on port "), &port)) return port;
+    absl::string_view rest = line;
+    if (absl::ConsumePrefix(&rest, "listening on ")) return std::string(rest);
     line.clear();
   }
-  return -1;
+  return "";
+}
+
+// The port of a "listening on port N" line, -1 if none.
+int ReadPort(int fd) {
+  int port;
+  return absl::SimpleAtoi(absl::StripPrefix(ReadListening(fd), "port "), &port) ? port : -1;
 }
 
 struct Exit {
@@ -115,6 +125,26 @@ Exit RunToExit(const std::vector<std::string>& args) {
   std::string err = ReadAll(c.err);
   ReadAll(c.out);
   return {WaitExit(c.pid), err};
+}
+
+// RunToExit for a server expected to stop by itself: one still running after
+// `limit` is killed, and its code is -1 (a failure, not a hung test).
+Exit RunToExitWithin(const std::vector<std::string>& args, absl::Duration limit) {
+  Child c = Spawn(args);
+  const absl::Time deadline = absl::Now() + limit;
+  int status = 0;
+  pid_t done = 0;
+  while ((done = waitpid(c.pid, &status, WNOHANG)) == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  if (done == 0) {
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, &status, 0);
+  }
+  std::string err = ReadAll(c.err);
+  ReadAll(c.out);
+  if (done == 0) return {-1, err};
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err};
 }
 
 // Exit 2 for flags that do not parse: the systemd unit does not restart on
@@ -270,6 +300,121 @@ TEST(ServerProcessTest, AnUnreachableNotifySocketIsLoggedAndServingGoesOn) {
   ReadAll(c.out);
   EXPECT_EQ(WaitExit(c.pid), 0) << err;
   EXPECT_THAT(err, HasSubstr("notifying NOTIFY_SOCKET=/nonexistent/specverify-notify: No such file"));
+}
+
+// A client on a connection of its own (not shared with earlier channels).
+absl::StatusOr<v1::ServerInfo> InfoOverNewConnection(const std::string& address) {
+  client::VerifierClientOptions options;
+  options.address = address;
+  options.own_connection = true;
+  absl::StatusOr<std::unique_ptr<client::VerifierClient>> client =
+      client::VerifierClient::Create(options);
+  if (!client.ok()) return client.status();
+  return (*client)->GetServerInfo();
+}
+
+// gRPC alone would let a second server bind the port (SO_REUSEPORT) and take
+// half of the new connections; it must exit before touching a device, and
+// the first must keep every connection.
+TEST(ServerProcessTest, ASecondServerOnATakenPortExitsAndTheFirstKeepsServing) {
+  Child first = Spawn({"--listen_address=127.0.0.1:0", "--metrics_address=", "--device=cpu",
+                       "--kv_arena_bytes=8388608"});
+  ASSERT_GT(first.pid, 0);
+  const int port = ReadPort(first.out);
+  ASSERT_GT(port, 0);
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+
+  Exit second =
+      RunToExitWithin({absl::StrCat("--listen_address=", address), "--metrics_address=",
+                       "--device=cpu", "--kv_arena_bytes=8388608"},
+                      absl::Seconds(20));
+  EXPECT_EQ(second.code, 1);
+  EXPECT_THAT(second.err, HasSubstr(absl::StrCat("cannot listen on --listen_address=", address,
+                                                 ": another process listens on that port")));
+  EXPECT_THAT(second.err, Not(HasSubstr("backend cpu")));  // no device was set up
+  for (int i = 0; i < 8; ++i) EXPECT_THAT(InfoOverNewConnection(address), IsOk()) << i;
+
+  ASSERT_EQ(kill(first.pid, SIGTERM), 0);
+  const std::string err = ReadAll(first.err);
+  ReadAll(first.out);
+  EXPECT_EQ(WaitExit(first.pid), 0) << err;
+}
+
+class UnixSocketTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/specverify-uds-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr) << std::strerror(errno);
+    dir_ = pattern;
+    path_ = dir_ + "/verifier.sock";
+    address_ = "unix:" + path_;
+  }
+  void TearDown() override {
+    unlink(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::vector<std::string> ServerArgs() const {
+    return {"--listen_address=" + address_, "--metrics_address=", "--device=cpu",
+            "--kv_arena_bytes=8388608"};
+  }
+  Child StartServer() const { return Spawn(ServerArgs()); }
+  static void Stop(Child& c) {
+    ASSERT_EQ(kill(c.pid, SIGTERM), 0);
+    const std::string err = ReadAll(c.err);
+    ReadAll(c.out);
+    EXPECT_EQ(WaitExit(c.pid), 0) << err;
+  }
+  bool SocketExists() const {
+    struct stat st {};
+    return stat(path_.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+  }
+
+  std::string dir_, path_, address_;
+};
+
+TEST_F(UnixSocketTest, ServesOnThePathAndSaysSo) {
+  Child c = StartServer();
+  ASSERT_GT(c.pid, 0);
+  EXPECT_EQ(ReadListening(c.out), address_);  // not "port 1", gRPC's number for it
+  EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
+  Stop(c);
+}
+
+// gRPC alone would unlink the first server's socket and bind its own, leaving
+// the first unreachable (and later unlinking the second's when it stops).
+TEST_F(UnixSocketTest, ASecondServerOnTheSamePathExitsAndTheFirstKeepsItsSocket) {
+  Child first = StartServer();
+  ASSERT_GT(first.pid, 0);
+  ASSERT_EQ(ReadListening(first.out), address_);
+
+  const Exit second = RunToExitWithin(ServerArgs(), absl::Seconds(20));
+  EXPECT_EQ(second.code, 1);
+  const std::string& err = second.err;
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("cannot listen on --listen_address=", address_,
+                                          ": another process accepts connections on that socket")));
+  EXPECT_THAT(err, Not(HasSubstr("backend cpu")));
+  EXPECT_TRUE(SocketExists());
+  EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
+  Stop(first);
+}
+
+// A socket file left by a server that died (nobody accepts on it) is
+// replaced, so a restart after a crash needs no manual clean-up.
+TEST_F(UnixSocketTest, AStaleSocketFileIsReplaced) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  std::memcpy(a.sun_path, path_.data(), path_.size());
+  ASSERT_EQ(bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof(a)), 0) << std::strerror(errno);
+  close(fd);  // the file stays, with no listener behind it
+  ASSERT_TRUE(SocketExists());
+
+  Child c = StartServer();
+  ASSERT_GT(c.pid, 0);
+  EXPECT_EQ(ReadListening(c.out), address_);
+  EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
+  Stop(c);
 }
 
 }  // namespace
