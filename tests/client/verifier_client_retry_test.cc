@@ -4,17 +4,16 @@
 // refusals are resent, how often, and which are not, is checked exactly;
 // and wait_for_ready, against a server that comes up while a call waits.
 // (tests/server/rpc/rolling_restart_test.cc drains a real replica under load.)
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
+#include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "client/verifier_client.h"
@@ -150,31 +149,35 @@ TEST_F(VerifierClientRetryTest, RequestsLargerThanGrpcsDefaultRetryBufferAreRese
   EXPECT_EQ(seen[0], seen[1]);
 }
 
-// A port nothing listens on yet (the kernel's pick, released).
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  int port = 0;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
+// A unix: socket path nothing listens on yet, in a directory of its own
+// (removed with it): a released TCP port could be taken by another test's
+// server in the two seconds before the test binds it.
+class UnusedSocketPath {
+ public:
+  UnusedSocketPath() {
+    char pattern[] = "/tmp/specverify-retry-XXXXXX";
+    if (mkdtemp(pattern) != nullptr) directory_ = pattern;
   }
-  close(fd);
-  return port;
-}
+  ~UnusedSocketPath() {
+    if (directory_.empty()) return;
+    unlink(path().c_str());
+    rmdir(directory_.c_str());
+  }
+  bool ok() const { return !directory_.empty(); }
+  std::string path() const { return directory_ + "/verifier.sock"; }
+
+ private:
+  std::string directory_;
+};
 
 // A worker beside a single server that restarts: with wait_for_ready the
 // call waits for the server to come up (within its deadline) and gets its
 // answer; without, it fails UNAVAILABLE at once.
 TEST(VerifierClientWaitForReadyTest, ACallWaitsForTheServerToComeUpOnlyWhenAsked) {
-  const int port = FreePort();
-  ASSERT_GT(port, 0);
+  const UnusedSocketPath socket_path;
+  ASSERT_TRUE(socket_path.ok()) << std::strerror(errno);
   VerifierClientOptions options;
-  options.address = absl::StrCat("127.0.0.1:", port);
+  options.address = "unix:" + socket_path.path();
   options.default_deadline = absl::Seconds(20);
   options.own_connection = true;  // no connection state shared between the two clients
   v1::VerifyRequest request;

@@ -6,7 +6,8 @@ are resent, how often, and which are not, is checked exactly; and
 C++ client's twin: tests/client/verifier_client_retry_test.cc)."""
 
 import json
-import socket
+import shutil
+import tempfile
 import threading
 import time
 import unittest
@@ -121,9 +122,12 @@ class RetryTest(unittest.TestCase):
         """A worker beside a single server that restarts: with
         wait_for_ready the call waits (within its timeout) for the server to
         come up and gets its answer; without, it fails UNAVAILABLE at once."""
-        with socket.socket() as probe:  # a port nothing listens on yet
-            probe.bind(("127.0.0.1", 0))
-            address = f"127.0.0.1:{probe.getsockname()[1]}"
+        # A socket path nothing listens on yet, in a directory of its own: a
+        # released TCP port could be taken by another test's server in the
+        # two seconds before this one binds it.
+        directory = tempfile.mkdtemp(prefix="specverify-retry-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        address = f"unix:{directory}/verifier.sock"
         own_connection = [("grpc.use_local_subchannel_pool", 1)]  # no state shared between the two
         fail_fast = specverify.Verifier(address, timeout=20, options=own_connection)
         self.addCleanup(fail_fast.close)
