@@ -7,15 +7,17 @@
 #      fails, systemd retries up to the unit's start limit, then leaves it
 #      failed, the journal naming the flag;
 #   2. a flag that does not parse: exit 2, not restarted;
-#   3. device=cpu: `systemctl start` returns once the server is ready
-#      (Type=notify), STATUS= says where it serves;
+#   3. device=cpu, listening on a port and a unix socket: `systemctl start`
+#      returns once the server is ready (Type=notify), STATUS= says where
+#      it serves;
 #   4. the sandbox is in effect: user specverify, no capabilities, no new
 #      privileges, / read-only and /home hidden in its mount namespace, a
 #      private /tmp, the CUDA cache directory writable;
 #   5. a loadgen run as specverify over shared-memory regions (rows written
 #      into the loadgen's region): every answer matches the oracle; the same
 #      as root is refused, naming the permission (docs/DEPLOY.md: workers
-#      that pass regions run as the unit's user);
+#      that pass regions run as the unit's user); the same worker over the
+#      unix socket in /run/specverify (RuntimeDirectory, the user's alone);
 #   6. /metrics answers;
 #   7. SIGKILL of the server: systemd restarts it;
 #   8. systemctl stop under load: drains, exits 0, well within
@@ -118,14 +120,16 @@ sleep 3
 [ "$(show ExecMainStatus)" = 2 ] || fail "exit status $(show ExecMainStatus) for an unknown flag, not 2"
 [ "$(show NRestarts)" = 0 ] || fail "restarted $(show NRestarts) times on an unknown flag"
 say "ok: an unknown flag: exit 2, not restarted ($(show ActiveState))"
-ctr sed -i -e '/^no_such_flag=/d' -e 's/^device=.*/device=cpu/' "$flags"
+ctr sed -i -e '/^no_such_flag=/d' -e 's/^device=.*/device=cpu/' \
+  -e 's|^listen_address=.*|listen_address=0.0.0.0:50051,unix:/run/specverify/verifier.sock|' "$flags"
 ctr systemctl reset-failed "$unit"
 
 # 3. Type=notify: start returns once the server serves.
 ctr systemctl start "$unit"
 [ "$(show ActiveState)" = active ] || fail "not active after start: $(show ActiveState)"
 status_text=$(show StatusText)
-[[ $status_text == "serving on port 50051 (backend cpu)" ]] || fail "status text '$status_text'"
+[[ $status_text == "serving on port 50051 and unix:/run/specverify/verifier.sock (backend cpu)" ]] \
+  || fail "status text '$status_text'"
 ctr /usr/local/bin/specverify-loadgen --address=127.0.0.1:50051 --wait_for_serving=0s --connect_timeout=2s \
   --requests=1 --warmup=0s --concurrency=1 --quiet >/dev/null || fail "not serving right after start returned"
 say "ok: start returned ready: '$status_text', answering at once"
@@ -155,6 +159,14 @@ say "ok: loadgen as specverify over shm regions: $(grep -o '([0-9]* requests sen
 out=$(ctr "${loadgen[@]}" --concurrency=1 --duration=1s 2>&1) && fail "a root loadgen's region was accepted"
 grep -q 'FAILED_PRECONDITION.*shm_open.*Permission denied' <<<"$out" || fail "root's region refused unclearly: $out"
 say "ok: a region of another user (root) is refused: $(grep -o 'FAILED_PRECONDITION.*' <<<"$out" | head -1)"
+# The same worker over the unix socket in the unit's RuntimeDirectory.
+socket_mode=$(ctr stat -c '%U %a' /run/specverify/verifier.sock) || fail "no socket in /run/specverify"
+[ "$socket_mode" = "specverify 700" ] || fail "the socket is '$socket_mode', not the specverify user's alone"
+out=$(ctr runuser -u specverify -- /usr/local/bin/specverify-loadgen --address=unix:/run/specverify/verifier.sock \
+  --transport=shm --kv_return=region --concurrency=1,8 --duration=2s --quiet 2>&1) \
+  || fail "loadgen as specverify over the unix socket: $out"
+grep -q 'verdict: every checked answer matched the oracle' <<<"$out" || fail "loadgen verdict over the socket: $out"
+say "ok: loadgen as specverify over unix:/run/specverify/verifier.sock (owner specverify, mode 700): $(grep -o '([0-9]* requests sent to the server, 0 RPC errors)' <<<"$out")"
 
 # 6. Metrics.
 metrics=$(ctr bash -c 'exec 3<>/dev/tcp/127.0.0.1/9401; printf "GET /metrics HTTP/1.0\r\n\r\n" >&3; cat <&3')

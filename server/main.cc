@@ -15,9 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "proto/runtime/version.h"
-#include "server/app/listen_address.h"
 #include "server/app/server_options.h"
 #include "server/app/service_manager.h"
 #include "server/app/verifier_server.h"
@@ -72,14 +72,13 @@ int Run(const ServerOptions& options) {
                (*server)->info().device_name().c_str(),
                (*server)->backend_reason().c_str(),
                options.metrics_address.empty() ? "metrics disabled" : "metrics on /metrics");
-  // Tests and scripts parse this line for the chosen port ("port N" on
-  // TCP; a unix: socket has none, gRPC reports 1 for it).
-  const std::string where =
-      specverify::server::UnixSocketPath(options.listen_address).has_value()
-          ? options.listen_address
-          : absl::StrCat("port ", (*server)->port());
-  std::printf("listening on %s\n", where.c_str());
+  // Tests and scripts parse these lines for the chosen port: one per
+  // --listen_address item, "port N" or "unix:PATH" (gRPC's port 1 for a
+  // socket is not a port).
+  const std::vector<std::string> listening = (*server)->listening_on();
+  for (const std::string& where : listening) std::printf("listening on %s\n", where.c_str());
   std::fflush(stdout);
+  const std::string where = absl::StrJoin(listening, " and ");
   Notify(absl::StrCat("READY=1\nSTATUS=serving on ", where, " (backend ",
                       (*server)->info().backend(), ")"));
 

@@ -10,6 +10,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 
 namespace specverify::server {
@@ -17,7 +18,7 @@ namespace {
 
 absl::Status InUse(absl::string_view address, absl::string_view how) {
   return absl::UnavailableError(absl::StrCat(
-      "cannot listen on --listen_address=", address, ": another process ", how,
+      "cannot listen on ", address, " (--listen_address): another process ", how,
       "; stop it or choose another address (gRPC would share the address with it)"));
 }
 
@@ -84,6 +85,14 @@ absl::Status CheckTcpPortFree(absl::string_view address) {
 }
 
 }  // namespace
+
+std::vector<std::string> ListenAddresses(absl::string_view flag_value) {
+  std::vector<std::string> addresses;
+  for (absl::string_view item : absl::StrSplit(flag_value, ',', absl::SkipWhitespace())) {
+    addresses.emplace_back(absl::StripAsciiWhitespace(item));
+  }
+  return addresses;
+}
 
 std::optional<std::string> UnixSocketPath(absl::string_view address) {
   if (absl::ConsumePrefix(&address, "unix://")) return std::string(address);

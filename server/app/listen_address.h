@@ -15,17 +15,25 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace specverify::server {
 
+// The addresses of a --listen_address value: comma-separated, each host:port
+// or unix:PATH (e.g. "0.0.0.0:50051,unix:/run/specverify/verifier.sock": TCP
+// for remote workers and Kubernetes' gRPC probes, the socket for co-located
+// workers). Whitespace around an item is dropped, empty items skipped.
+std::vector<std::string> ListenAddresses(absl::string_view flag_value);
+
 // The filesystem path of a "unix:PATH" or "unix:///ABSOLUTE" address; none
 // for host:port.
 std::optional<std::string> UnixSocketPath(absl::string_view address);
 
-// OK unless another process listens on `address`: a unix: path a connect()
+// OK unless another process listens on `address` (one item of
+// ListenAddresses): a unix: path a connect()
 // reaches (a socket file nobody listens on is stale, and gRPC replaces it),
 // or a host:port (port > 0) one of whose resolved addresses a plain bind
 // finds in use. UNAVAILABLE otherwise, naming the flag and the address.

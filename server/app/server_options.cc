@@ -2,9 +2,12 @@
 
 #include "kernels/tree/tree_params.h"
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "kernels/common/status_macros.h"
 #include "kernels/layout/ragged_batch.h"
+#include "server/app/listen_address.h"
 #include "server/backend/backend_factory.h"
 #include "server/rpc/validation.h"
 
@@ -72,8 +76,10 @@ Flag BoolFlag(bool ServerOptions::*field, std::string help) {
 
 const std::map<std::string, Flag>& Flags() {
   static const auto* flags = new std::map<std::string, Flag>{
-      {"listen_address", StringFlag(&ServerOptions::listen_address,
-                                    "gRPC listen address host:port (port 0 picks a free one)")},
+      {"listen_address",
+       StringFlag(&ServerOptions::listen_address,
+                  "gRPC listen addresses, comma-separated: host:port (port 0 picks a free "
+                  "one) and/or unix:PATH for workers on this host")},
       {"max_batch_sequences", IntFlag(&ServerOptions::max_batch_sequences,
                                       "flush a batch at this many sequences, [1, 4096]")},
       {"max_batch_bytes", IntFlag(&ServerOptions::max_batch_bytes,
@@ -187,8 +193,12 @@ absl::Status Bad(absl::string_view flag, absl::string_view message) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, " ", message));
 }
 
-absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value) {
-  if (absl::StartsWith(value, "unix:")) return absl::OkStatus();
+absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value,
+                              bool unix_allowed = false) {
+  if (absl::StartsWith(value, "unix:")) {
+    if (unix_allowed) return absl::OkStatus();
+    return Bad(flag, absl::StrCat("is \"", value, "\"; serves TCP only: must be host:port"));
+  }
   const size_t colon = value.rfind(':');
   if (colon == absl::string_view::npos || colon == 0) {
     return Bad(flag, absl::StrCat("is \"", value, "\"; must be host:port"));
@@ -203,7 +213,14 @@ absl::Status ValidateHostPort(absl::string_view flag, absl::string_view value) {
 }  // namespace
 
 absl::Status ValidateServerOptions(const ServerOptions& o) {
-  if (absl::Status s = ValidateHostPort("listen_address", o.listen_address); !s.ok()) return s;
+  const std::vector<std::string> listen = ListenAddresses(o.listen_address);
+  if (listen.empty()) return Bad("listen_address", "is empty; must name host:port or unix:PATH");
+  for (size_t i = 0; i < listen.size(); ++i) {
+    if (absl::Status s = ValidateHostPort("listen_address", listen[i], true); !s.ok()) return s;
+    if (std::find(listen.begin(), listen.begin() + i, listen[i]) != listen.begin() + i) {
+      return Bad("listen_address", absl::StrCat("lists \"", listen[i], "\" twice"));
+    }
+  }
   if (!o.metrics_address.empty()) {
     if (absl::Status s = ValidateHostPort("metrics_address", o.metrics_address); !s.ok()) return s;
   }

@@ -95,7 +95,10 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   if (absl::Status s = ValidateServerOptions(options); !s.ok()) return s;
   // Before any device is initialized: a second instance on this address
   // must not take GPU memory from the one serving there.
-  if (absl::Status s = CheckListenAddressFree(options.listen_address); !s.ok()) return s;
+  const std::vector<std::string> listen = ListenAddresses(options.listen_address);
+  for (const std::string& address : listen) {
+    if (absl::Status s = CheckListenAddressFree(address); !s.ok()) return s;
+  }
   // One protobuf log line per call site per 10 s, not one per bad request.
   InstallRateLimitedProtobufLogging();
   std::unique_ptr<VerifierServer> server(new VerifierServer);
@@ -267,19 +270,25 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   // Before the server joins gRPC's callback queue: its shutdown must never
   // be the one that tears the queue down (proto/runtime/callback_queue_pin.h).
   grpc_runtime::PinCallbackQueue();
-  // Again right before the bind, which on a unix: path would replace the
-  // socket of a server started meanwhile.
-  if (absl::Status s = CheckListenAddressFree(options.listen_address); !s.ok()) return s;
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.listen_address, *credentials, &server->port_);
+  server->listen_addresses_ = listen;
+  server->bound_ports_.assign(listen.size(), 0);
+  for (size_t i = 0; i < listen.size(); ++i) {
+    // Again right before the bind, which on a unix: path would replace the
+    // socket of a server started meanwhile.
+    if (absl::Status s = CheckListenAddressFree(listen[i]); !s.ok()) return s;
+    builder.AddListeningPort(listen[i], *credentials, &server->bound_ports_[i]);
+  }
   builder.RegisterService(server->service_.get());
   ApplyGrpcArgs(EffectiveGrpcArgs(*ParseGrpcArgs(options.grpc_args)), builder);
   builder.SetMaxReceiveMessageSize(static_cast<int>(options.max_message_bytes));
   builder.SetMaxSendMessageSize(static_cast<int>(options.max_message_bytes));
   server->grpc_server_ = builder.BuildAndStart();
-  if (server->grpc_server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot listen on --listen_address=", options.listen_address));
+  const auto unbound = std::find(server->bound_ports_.begin(), server->bound_ports_.end(), 0);
+  if (server->grpc_server_ == nullptr || unbound != server->bound_ports_.end()) {
+    // gRPC binds all or nothing; it logs why (errno) for the address that failed.
+    return absl::UnavailableError(absl::StrCat("cannot listen on --listen_address=",
+                                               options.listen_address));
   }
   // SERVING only now that the backend, arena and batcher are up.
   metrics->SetIdentity(
@@ -326,8 +335,25 @@ VerifierServer::~VerifierServer() {
   if (grpc_server_ != nullptr) (void)Shutdown(absl::ZeroDuration());
 }
 
+int VerifierServer::port() const {
+  for (size_t i = 0; i < listen_addresses_.size(); ++i) {
+    if (!UnixSocketPath(listen_addresses_[i]).has_value()) return bound_ports_[i];
+  }
+  return 0;
+}
+
+std::vector<std::string> VerifierServer::listening_on() const {
+  std::vector<std::string> where;
+  for (size_t i = 0; i < listen_addresses_.size(); ++i) {
+    where.push_back(UnixSocketPath(listen_addresses_[i]).has_value()
+                        ? listen_addresses_[i]
+                        : absl::StrCat("port ", bound_ports_[i]));
+  }
+  return where;
+}
+
 std::string VerifierServer::local_address() const {
-  return LocalDialAddress(options_.listen_address, port_);
+  return LocalDialAddress(listen_addresses_.front(), bound_ports_.front());
 }
 
 void VerifierServer::RequestStop(const absl::Status& reason) {

@@ -59,8 +59,13 @@ class VerifierServer {
       const ServerOptions& options, ServerMetrics* metrics, std::vector<DeviceBackend> devices);
   ~VerifierServer();  // Shutdown(zero drain) if not shut down yet
 
-  int port() const { return port_; }
-  // "127.0.0.1:<port>" style address clients on this host can dial.
+  // The bound port of the first host:port of --listen_address (0 if it
+  // lists only unix: sockets).
+  int port() const;
+  // Per --listen_address item, in order: "port N" (bound) or "unix:PATH".
+  std::vector<std::string> listening_on() const;
+  // What a client on this host dials for the first item: "127.0.0.1:<port>"
+  // or its unix: address.
   std::string local_address() const;
   const v1::ServerInfo& info() const { return info_; }
   const std::string& backend_reason() const { return backend_reason_; }
@@ -110,7 +115,8 @@ class VerifierServer {
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> certificate_provider_;
   std::unique_ptr<grpc::Server> grpc_server_;
   v1::ServerInfo info_;
-  int port_ = 0;
+  std::vector<std::string> listen_addresses_;  // --listen_address, split
+  std::vector<int> bound_ports_;               // per address (1 for a unix: socket)
 
   absl::Mutex mu_;
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;

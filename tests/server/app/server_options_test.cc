@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "server/app/listen_address.h"
 #include "tests/testing/status_matchers.h"
 
 namespace specverify::server {
@@ -235,6 +236,25 @@ TEST(ServerOptionsTest, GrpcArgsParseIntegersAndStringsAndOverrideTheDefaults) {
   EXPECT_THAT(ParseServerFlags({"--grpc_args=grpc.http2.bdp_probe"}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("--grpc_args item \"grpc.http2.bdp_probe\" is not name=value")));
+}
+
+TEST(ServerOptionsTest, ListenAddressesAreAListOfHostPortsAndUnixSockets) {
+  EXPECT_THAT(ParseServerFlags({"--listen_address=0.0.0.0:50051, unix:/run/specverify/v.sock"}),
+              IsOk());
+  EXPECT_THAT(ListenAddresses(" 0.0.0.0:50051, unix:/run/v.sock ,"),
+              ::testing::ElementsAre("0.0.0.0:50051", "unix:/run/v.sock"));
+  EXPECT_THAT(ParseServerFlags({"--listen_address=unix:/tmp/a.sock,unix:/tmp/a.sock"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--listen_address lists \"unix:/tmp/a.sock\" twice")));
+  EXPECT_THAT(ParseServerFlags({"--listen_address=0.0.0.0:50051,localhost"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--listen_address is \"localhost\"; must be host:port")));
+  EXPECT_THAT(ParseServerFlags({"--listen_address= , "}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--listen_address is empty")));
+  // The metrics exporter (CivetWeb) serves TCP only.
+  EXPECT_THAT(ParseServerFlags({"--metrics_address=unix:/tmp/m.sock"}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("--metrics_address is \"unix:/tmp/m.sock\"; serves TCP only")));
 }
 
 TEST(ServerOptionsTest, LatencyFirstDefaultsAndPreferredSizeBounds) {

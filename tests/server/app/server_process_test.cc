@@ -329,8 +329,9 @@ TEST(ServerProcessTest, ASecondServerOnATakenPortExitsAndTheFirstKeepsServing) {
                        "--device=cpu", "--kv_arena_bytes=8388608"},
                       absl::Seconds(20));
   EXPECT_EQ(second.code, 1);
-  EXPECT_THAT(second.err, HasSubstr(absl::StrCat("cannot listen on --listen_address=", address,
-                                                 ": another process listens on that port")));
+  EXPECT_THAT(second.err, HasSubstr(absl::StrCat("cannot listen on ", address,
+                                                 " (--listen_address): another process listens "
+                                                 "on that port")));
   EXPECT_THAT(second.err, Not(HasSubstr("backend cpu")));  // no device was set up
   for (int i = 0; i < 8; ++i) EXPECT_THAT(InfoOverNewConnection(address), IsOk()) << i;
 
@@ -380,6 +381,29 @@ TEST_F(UnixSocketTest, ServesOnThePathAndSaysSo) {
   Stop(c);
 }
 
+// TCP for remote workers and probes, the socket for workers on this host:
+// one server, one line per address, both answered.
+TEST_F(UnixSocketTest, ServesOnAPortAndASocketTogether) {
+  Child c = Spawn({"--listen_address=127.0.0.1:0, " + address_, "--metrics_address=",
+                   "--device=cpu", "--kv_arena_bytes=8388608"});
+  ASSERT_GT(c.pid, 0);
+  int port = -1;
+  const std::string tcp = ReadListening(c.out);
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripPrefix(tcp, "port "), &port)) << tcp;
+  EXPECT_EQ(ReadListening(c.out), address_);
+  EXPECT_THAT(InfoOverNewConnection(absl::StrCat("127.0.0.1:", port)), IsOk());
+  EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
+
+  // Either address taken stops a second server, which names the one.
+  const Exit second = RunToExitWithin(
+      {absl::StrCat("--listen_address=127.0.0.1:0,", address_), "--metrics_address=",
+       "--device=cpu", "--kv_arena_bytes=8388608"},
+      absl::Seconds(20));
+  EXPECT_EQ(second.code, 1);
+  EXPECT_THAT(second.err, HasSubstr(absl::StrCat("cannot listen on ", address_, " (")));
+  Stop(c);
+}
+
 // gRPC alone would unlink the first server's socket and bind its own, leaving
 // the first unreachable (and later unlinking the second's when it stops).
 TEST_F(UnixSocketTest, ASecondServerOnTheSamePathExitsAndTheFirstKeepsItsSocket) {
@@ -390,8 +414,9 @@ TEST_F(UnixSocketTest, ASecondServerOnTheSamePathExitsAndTheFirstKeepsItsSocket)
   const Exit second = RunToExitWithin(ServerArgs(), absl::Seconds(20));
   EXPECT_EQ(second.code, 1);
   const std::string& err = second.err;
-  EXPECT_THAT(err, HasSubstr(absl::StrCat("cannot listen on --listen_address=", address_,
-                                          ": another process accepts connections on that socket")));
+  EXPECT_THAT(err, HasSubstr(absl::StrCat("cannot listen on ", address_,
+                                          " (--listen_address): another process accepts "
+                                          "connections on that socket")));
   EXPECT_THAT(err, Not(HasSubstr("backend cpu")));
   EXPECT_TRUE(SocketExists());
   EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
