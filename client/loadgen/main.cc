@@ -17,7 +17,7 @@
 #include "client/loadgen/loadgen.h"
 #include "proto/runtime/version.h"
 
-ABSL_FLAG(std::string, address, "", "Server under test, host:port");
+ABSL_FLAG(std::string, address, "", "Server under test: host:port, or unix:PATH on this host");
 ABSL_FLAG(std::string, ceiling_address, "",
           "A --device=noop server: every step is repeated against it and the ratio reported");
 ABSL_FLAG(std::string, compare_noop, "", "Alias of --ceiling_address");
@@ -34,7 +34,7 @@ ABSL_FLAG(std::string, rate, "",
           "Open loop: comma-separated requests/s per step (overrides --concurrency)");
 ABSL_FLAG(std::string, arrival, "constant", "Open loop arrivals: constant or poisson");
 ABSL_FLAG(std::string, rpc, "unary", "unary (Verify) or stream (VerifyStream, one per channel)");
-ABSL_FLAG(int32_t, channels, 1, "gRPC channels, each its own TCP connection");
+ABSL_FLAG(int32_t, channels, 1, "gRPC channels, each its own connection");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(10),
           "How long to wait for the servers to accept connections");
 ABSL_FLAG(absl::Duration, wait_for_serving, absl::ZeroDuration(),

@@ -221,7 +221,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     where = ap.add_mutually_exclusive_group(required=True)
-    where.add_argument("--address", help="a running specverify server, host:port")
+    where.add_argument("--address", help="a running specverify server: host:port, or unix:PATH on this host")
     where.add_argument("--server", help="a specverify-server binary to start on loopback")
     ap.add_argument("--server-flag", action="append", default=[],
                     help="extra flag for --server (repeatable), e.g. --server-flag=--device=cpu")
