@@ -19,7 +19,7 @@ namespace {
 absl::Status InUse(absl::string_view address, absl::string_view how) {
   return absl::UnavailableError(absl::StrCat(
       "cannot listen on ", address, " (--listen_address): another process ", how,
-      "; stop it or choose another address (gRPC would share the address with it)"));
+      "; stop it or choose another address"));
 }
 
 // A file descriptor closed when the scope ends.
