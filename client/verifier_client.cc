@@ -1,12 +1,11 @@
 #include "client/verifier_client.h"
 
-#include <deque>
 #include <fstream>
 #include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "client/stream_session.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/runtime/callback_queue_pin.h"
@@ -21,145 +20,6 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   buffer << in.rdbuf();
   return buffer.str();
 }
-
-// A VerifyStream call driven by gRPC's callback reactor: one write in flight,
-// the rest queued; reads run continuously until the server ends the stream.
-class StreamSessionImpl final
-    : public VerifyStreamSession,
-      public grpc::ClientBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse> {
- public:
-  StreamSessionImpl(v1::Verifier::Stub* stub, StreamCallback on_response,
-                    absl::Time deadline)
-      : on_response_(std::move(on_response)) {
-    if (deadline != absl::InfiniteFuture()) {
-      context_.set_deadline(absl::ToChronoTime(deadline));
-    }
-    stub->async()->VerifyStream(&context_, this);
-    StartRead(&incoming_);
-    // Hold one extra operation so the call stays alive until Finish() has
-    // half-closed it (gRPC's "AddHold" idiom for writes issued later).
-    AddHold();
-    StartCall();
-  }
-
-  ~StreamSessionImpl() override {
-    // Finish() must have been called (or the call cancelled and finished);
-    // the destructor waits for OnDone so no callback outlives the object.
-    bool finished;
-    {
-      absl::MutexLock lock(&mu_);
-      finished = finish_called_;
-    }
-    if (!finished) {
-      Cancel();
-      (void)Finish();
-    }
-  }
-
-  absl::Status Send(v1::VerifyRequest request) override {
-    const v1::VerifyRequest* to_write = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finish_called_) {
-        return absl::FailedPreconditionError("Finish() was called on this stream");
-      }
-      // The server ended the stream (a drain answers UNAVAILABLE): its status,
-      // so that a caller reopens the stream on the same codes it retries.
-      if (done_) {
-        return final_status_.ok()
-                   ? absl::UnavailableError("the server ended the stream")
-                   : absl::Status(final_status_.code(),
-                                  absl::StrCat("the stream has ended: ", final_status_.message()));
-      }
-      if (write_failed_) {
-        return absl::UnavailableError("the stream has ended");
-      }
-      pending_.push_back(std::move(request));
-      if (!write_in_flight_) {
-        write_in_flight_ = true;
-        to_write = &pending_.front();
-      }
-    }
-    if (to_write != nullptr) StartWrite(to_write);
-    return absl::OkStatus();
-  }
-
-  absl::Status Finish() override {
-    bool half_close_now = false;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!finish_called_) {
-        finish_called_ = true;
-        half_close_now = !write_in_flight_;
-        if (half_close_now) writes_done_sent_ = true;
-      }
-    }
-    if (half_close_now) {
-      StartWritesDone();
-      RemoveHold();
-    }
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&done_));
-    return final_status_;
-  }
-
-  void Cancel() override { context_.TryCancel(); }
-
-  void OnWriteDone(bool ok) override {
-    const v1::VerifyRequest* next = nullptr;
-    bool half_close_now = false;
-    {
-      absl::MutexLock lock(&mu_);
-      pending_.pop_front();
-      if (!ok) {
-        write_failed_ = true;
-        pending_.clear();
-      }
-      if (!pending_.empty()) {
-        next = &pending_.front();
-      } else {
-        write_in_flight_ = false;
-        if (finish_called_ && !writes_done_sent_) {
-          writes_done_sent_ = true;
-          half_close_now = true;
-        }
-      }
-    }
-    if (next != nullptr) {
-      StartWrite(next);
-    } else if (half_close_now) {
-      if (ok) StartWritesDone();
-      RemoveHold();
-    }
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) return;  // the server ended the stream; OnDone follows
-    on_response_(incoming_);
-    StartRead(&incoming_);
-  }
-
-  void OnDone(const grpc::Status& status) override {
-    absl::MutexLock lock(&mu_);
-    final_status_ = FromGrpcStatus(status);
-    done_ = true;
-  }
-
- private:
-  grpc::ClientContext context_;
-  StreamCallback on_response_;
-  v1::VerifyStreamResponse incoming_;
-
-  absl::Mutex mu_;
-  // std::deque keeps the front element's address while others are appended.
-  std::deque<v1::VerifyRequest> pending_ ABSL_GUARDED_BY(mu_);
-  bool write_in_flight_ ABSL_GUARDED_BY(mu_) = false;
-  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
-  bool finish_called_ ABSL_GUARDED_BY(mu_) = false;
-  bool writes_done_sent_ ABSL_GUARDED_BY(mu_) = false;
-  bool done_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status final_status_ ABSL_GUARDED_BY(mu_);
-};
 
 }  // namespace
 
@@ -317,14 +177,21 @@ void VerifierClient::VerifyAsync(
 }
 
 absl::StatusOr<std::unique_ptr<VerifyStreamSession>> VerifierClient::OpenStream(
-    StreamCallback on_response, absl::Duration deadline) {
+    StreamCallback on_response, absl::Duration deadline, int resend_unanswered) {
   if (!on_response) return absl::InvalidArgumentError("on_response is empty");
   const absl::Time when = deadline > absl::ZeroDuration() &&
                                   deadline != absl::InfiniteDuration()
                               ? absl::Now() + deadline
                               : absl::InfiniteFuture();
-  return std::unique_ptr<VerifyStreamSession>(
-      new StreamSessionImpl(stub_.get(), std::move(on_response), when));
+  if (resend_unanswered < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("resend_unanswered is ", resend_unanswered, "; must be >= 0"));
+  }
+  if (resend_unanswered > 0) {
+    return internal::OpenResendingStream(stub_.get(), std::move(on_response), when,
+                                         resend_unanswered);
+  }
+  return internal::OpenStreamCall(stub_.get(), std::move(on_response), when);
 }
 
 absl::StatusOr<std::string> VerifierClient::FetchKv(const std::string& handle,

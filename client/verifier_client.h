@@ -129,8 +129,21 @@ class VerifierClient {
       absl::Duration deadline = absl::ZeroDuration());
 
   // Opens a VerifyStream. `deadline` (if non-zero) bounds the whole stream.
+  // With `resend_unanswered` = N > 0 the session rides through a restart or
+  // drain of its server: when the stream ends UNAVAILABLE (a draining server
+  // ends it so after answering what it read; a lost connection does too) or
+  // CANCELLED not by Cancel() (gRPC's shutdown, to a stream that never
+  // reached the server), it opens a new one that waits for the server, after a backoff of 50 ms
+  // doubling up to 1 s, and sends on it, in the order first sent, every
+  // request without an answer or refused UNAVAILABLE (a drain that began
+  // after the stream read it: not run); at most N new streams in a row
+  // without an answer between them. Every request then needs a request_id
+  // unique among those in flight. Verification is deterministic, so a resent
+  // request gets the answer the first would have; a KV handle made by a
+  // first attempt whose answer was lost expires by its TTL.
   absl::StatusOr<std::unique_ptr<VerifyStreamSession>> OpenStream(
-      StreamCallback on_response, absl::Duration deadline = absl::ZeroDuration());
+      StreamCallback on_response, absl::Duration deadline = absl::ZeroDuration(),
+      int resend_unanswered = 0);
 
   struct FetchOptions {
     int64_t first_row = 0;

@@ -495,10 +495,14 @@ class Verifier:
         call.add_done_callback(done)
         return future
 
-    def stream(self, timeout=None):
+    def stream(self, timeout=None, resend_unanswered=0):
         """Opens a VerifyStream (``timeout``, if given, bounds the whole
-        stream): send() requests, each answered through its future."""
-        return VerifyStream(self._stub.VerifyStream, timeout=timeout)
+        stream): send() requests, each answered through its future. With
+        ``resend_unanswered`` = N > 0, a stream that ends UNAVAILABLE (a
+        draining or lost server) is reopened, up to N times in a row without
+        an answer, and what got no answer is sent again (VerifyStream)."""
+        return VerifyStream(self._stub.VerifyStream, timeout=timeout,
+                            resend_unanswered=resend_unanswered)
 
     # ------------------------------------------------------------------ KV --
 

@@ -1,7 +1,8 @@
 """A real specverify-server for Python tests, tied to the test process.
 
 The binary comes from $SPECVERIFY_SERVER (CTest sets it). The server listens
-on 127.0.0.1 port 0 and prints "listening on port N"; we read that line.
+on 127.0.0.1 port 0 (or the ``listen`` address given) and prints "listening
+on port N" (or "listening on unix:PATH"); we read that line.
 
 The server must die with the test, even when the test is SIGKILLed (a CTest
 timeout): it is started through a tiny launcher that asks the kernel for
@@ -40,19 +41,27 @@ def server_binary():
 
 class ServerProcess:
     """Starts the server with ``flags`` (beyond the listen and metrics
-    addresses); ``address`` is "127.0.0.1:port". stop() (or the context
+    addresses); ``address`` is "127.0.0.1:port", or the unix: ``listen``
+    address. stop() (or the context
     manager) ends it with SIGTERM, and SIGKILL after 10 s."""
 
-    def __init__(self, *flags, startup_timeout=30.0):
+    def __init__(self, *flags, startup_timeout=30.0, listen="127.0.0.1:0"):
         self.stderr = tempfile.TemporaryFile()
-        args = [server_binary(), "--listen_address=127.0.0.1:0", "--metrics_address=", *flags]
+        args = [server_binary(), f"--listen_address={listen}", "--metrics_address=", *flags]
         self.process = subprocess.Popen(
             [sys.executable, "-c", _LAUNCHER, str(os.getpid()), *args],
             stdout=subprocess.PIPE, stderr=self.stderr, stdin=subprocess.DEVNULL)
-        self.port = self._read_port(startup_timeout)
-        self.address = f"127.0.0.1:{self.port}"
+        where = self._read_listening(startup_timeout)
+        if listen.startswith("unix:"):
+            self.port = None
+            self.address = where
+        else:
+            self.port = int(where[len("port "):])
+            self.address = f"127.0.0.1:{self.port}"
 
-    def _read_port(self, timeout):
+    def _read_listening(self, timeout):
+        """What the first "listening on ..." line names: "port N" or the
+        unix: address."""
         deadline = time.monotonic() + timeout
         fd = self.process.stdout.fileno()
         seen = b""
@@ -63,9 +72,10 @@ class ServerProcess:
                 if not chunk:
                     break  # the server exited
                 seen += chunk
-                for line in seen.split(b"\n"):
-                    if line.startswith(b"listening on port "):
-                        return int(line[len(b"listening on port "):])
+                lines = seen.split(b"\n")
+                for line in lines[:-1]:  # whole lines only
+                    if line.startswith(b"listening on "):
+                        return line[len(b"listening on "):].decode()
             elif self.process.poll() is not None:
                 break
         self.stop()

@@ -7,12 +7,15 @@ four threads keep calling; the first is replaced on its own port before the
 second goes. Every answer is checked against the oracle. The C++ client's
 twin: tests/server/rpc/rolling_restart_test.cc."""
 
+import shutil
 import socket
+import tempfile
 import threading
 import time
 import unittest
 import urllib.request
 
+import grpc
 import numpy as np
 
 import oracles
@@ -138,6 +141,86 @@ class RollingRestartTest(unittest.TestCase):
         with self.lock:
             self.assertEqual(self.failures, [], f"{len(self.failures)} of {self.answered + len(self.failures)} "
                                                 "calls failed")
+
+
+class StreamResendTest(unittest.TestCase):
+    """A VerifyStream through a restart of its only server: drained with
+    SIGTERM while requests keep coming, then a new server on the same
+    socket path after a gap. With ``resend_unanswered`` every request, sent
+    before, during or after the gap, is answered and right (the stream
+    reopened, what it had not answered sent again); without, the requests
+    the draining server never read fail UNAVAILABLE and those of the gap
+    cannot be sent: what the option is for."""
+
+    def setUp(self):
+        directory = tempfile.mkdtemp(prefix="specverify-stream-")
+        self.addCleanup(shutil.rmtree, directory, True)
+        self.address = f"unix:{directory}/verifier.sock"
+
+    def restart_under_a_stream(self, resend_unanswered):
+        """(future or send error, sequences) per request, and the stream."""
+        servers = [ServerProcess(*SERVER_FLAGS, listen=self.address)]
+        self.addCleanup(lambda: [server.stop() for server in servers])
+        verifier = specverify.Verifier(self.address, timeout=PATIENCE_S)
+        self.addCleanup(verifier.close)
+        stream = verifier.stream(timeout=120, resend_unanswered=resend_unanswered)
+        rng = np.random.default_rng(11)
+        sent = []
+
+        def send(count):
+            for _ in range(count):
+                sequences = [oracles.greedy_sequence(rng, gamma=int(rng.integers(1, 9)), vocab=1000,
+                                                     row_bytes=16) for _ in range(2)]
+                request = verifier.greedy_request(
+                    [s.draft for s in sequences], [s.target for s in sequences],
+                    draft_kv=[s.kv for s in sequences], vocab_size=1000, kv_return="inline")
+                try:
+                    sent.append((stream.send(request), sequences))
+                except specverify.VerifierError as e:
+                    sent.append((e, sequences))
+                time.sleep(0.002)
+
+        send(50)
+        drain = threading.Thread(target=servers[0].stop)
+        drain.start()
+        send(100)  # while it drains
+        drain.join()
+        self.assertEqual(servers[0].process.returncode, 0, servers[0].log())
+        send(20)  # no server at all
+        servers.append(ServerProcess(*SERVER_FLAGS, listen=self.address))
+        send(50)
+        try:
+            stream.close(timeout=PATIENCE_S)
+        except specverify.VerifierError:
+            pass  # without resending: the stream's UNAVAILABLE, counted below
+        return sent, stream
+
+    def test_resending_answers_every_request_through_a_restart(self):
+        sent, stream = self.restart_under_a_stream(resend_unanswered=4)
+        for n, (future, sequences) in enumerate(sent):
+            self.assertNotIsInstance(future, Exception, f"request {n} could not be sent: {future}")
+            result = future.result(timeout=PATIENCE_S)
+            for i, s in enumerate(sequences):
+                self.assertEqual((result[i].accepted_length, result[i].next_token),
+                                 (s.accepted, s.next_token), f"request {n}, sequence {i}")
+                np.testing.assert_array_equal(result.sequence_kv_rows(i), s.kv[:s.accepted])
+        self.assertGreaterEqual(stream.reopened, 1)
+        self.assertGreater(stream.resent, 0)
+
+    def test_without_resending_the_restart_loses_requests(self):
+        sent, stream = self.restart_under_a_stream(resend_unanswered=0)
+        failed = 0
+        for future, _ in sent:
+            if isinstance(future, Exception):
+                failed += 1
+                continue
+            try:
+                future.result(timeout=PATIENCE_S)
+            except specverify.VerifierError as e:
+                self.assertIn(e.code, (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.FAILED_PRECONDITION))
+                failed += 1
+        self.assertGreater(failed, 0)
+        self.assertEqual(stream.reopened, 0)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@
 // loopback, each drained (Shutdown) while eight threads keep calling, the
 // first replaced on its own port before the second goes. Every answer is
 // checked against the workload's oracle.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <map>
 #include <memory>
@@ -88,8 +91,11 @@ class RollingRestartTest : public ::testing::Test {
 
   // `port` 0: a free one.
   void StartReplica(Replica& replica, int port) {
+    StartReplicaAt(replica, absl::StrCat("127.0.0.1:", port));
+  }
+  void StartReplicaAt(Replica& replica, const std::string& address) {
     ServerOptions options;
-    options.listen_address = absl::StrCat("127.0.0.1:", port);
+    options.listen_address = address;
     options.metrics_address = "";
     options.max_queue_delay_us = 200;
     options.kv_arena_bytes = 4 << 20;
@@ -195,6 +201,94 @@ TEST_F(RollingRestartTest, ReplacingBothReplicasUnderLoadLosesNoCall) {
     EXPECT_TRUE(finished.empty()) << "unexpected server-side codes";
   }
 }
+
+// A VerifyStream through a restart of its only server: drained while
+// requests keep coming, then a new server on the same socket path after a
+// gap. With resend_unanswered every request, sent before, during or after
+// the gap, is answered once and right; without it, requests are lost (what
+// the option is for).
+class StreamRestartTest : public RollingRestartTest,
+                          public ::testing::WithParamInterface<int> {};
+
+TEST_P(StreamRestartTest, AResendingStreamRidesThroughARestartOfItsServer) {
+  const int resend_unanswered = GetParam();
+  char pattern[] = "/tmp/specverify-stream-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string directory = pattern;
+  const std::string address = "unix:" + directory + "/verifier.sock";
+  StartReplicaAt(a_, address);
+  ASSERT_TRUE(a_.server);
+
+  client::VerifierClientOptions options;
+  options.address = address;
+  std::unique_ptr<VerifierClient> client = *VerifierClient::Create(options);
+  absl::Mutex answers_mu;
+  std::map<std::string, std::vector<v1::VerifyStreamResponse>> answers;
+  absl::StatusOr<std::unique_ptr<client::VerifyStreamSession>> session = client->OpenStream(
+      [&](const v1::VerifyStreamResponse& r) {
+        absl::MutexLock lock(&answers_mu);
+        answers[r.request_id()].push_back(r);
+      },
+      absl::Seconds(60), resend_unanswered);
+  ASSERT_THAT(session, IsOk());
+  std::map<std::string, int> first_of;  // request_id -> its first sequence
+  const auto send = [&](int count) {
+    for (int i = 0; i < count; ++i) {
+      const int n = static_cast<int>(first_of.size());
+      GreedyRequestOptions r;
+      r.first_sequence = (n * 7) % 250;
+      r.num_sequences = 2;
+      r.kv_return = v1::KV_RETURN_INLINE;
+      v1::VerifyRequest request = *BuildGreedyRequest(workload_, r);
+      request.set_request_id(absl::StrCat("r", n));
+      first_of[request.request_id()] = r.first_sequence;
+      const absl::Status sent = (*session)->Send(std::move(request));
+      // A plain stream refuses sends once its end is known.
+      if (resend_unanswered > 0) EXPECT_THAT(sent, IsOk());
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  };
+  send(50);
+  std::thread drain([&] { EXPECT_THAT(a_.server->Shutdown(absl::Seconds(5)), IsOk()); });
+  send(100);  // while it drains
+  drain.join();
+  send(20);  // no server at all
+  StartReplicaAt(a2_, address);
+  ASSERT_TRUE(a2_.server);
+  send(50);
+  const absl::Status finished = (*session)->Finish();
+  session->reset();
+
+  absl::MutexLock lock(&answers_mu);
+  int answered_right = 0;
+  for (const auto& [id, first] : first_of) {
+    const auto it = answers.find(id);
+    if (it == answers.end()) continue;
+    EXPECT_EQ(it->second.size(), 1u) << id << " answered more than once";
+    const v1::VerifyStreamResponse& answer = it->second.front();
+    if (!answer.has_response()) continue;
+    GreedyCheckOptions c;
+    c.first_sequence = first;
+    c.num_sequences = 2;
+    c.kv_return = v1::KV_RETURN_INLINE;
+    EXPECT_THAT(CheckGreedyResponse(workload_, c, answer.response(), std::nullopt), IsOk()) << id;
+    ++answered_right;
+  }
+  if (resend_unanswered > 0) {
+    EXPECT_THAT(finished, IsOk());
+    EXPECT_EQ(answered_right, static_cast<int>(first_of.size()));
+  } else {
+    EXPECT_EQ(finished.code(), absl::StatusCode::kUnavailable) << finished;
+    EXPECT_LT(answered_right, static_cast<int>(first_of.size()));
+  }
+  (void)a2_.server->Shutdown(absl::Seconds(5));
+  rmdir(directory.c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(ResendOrNot, StreamRestartTest, ::testing::Values(4, 0),
+                         [](const ::testing::TestParamInfo<int>& info) {
+                           return info.param > 0 ? std::string("Resending") : std::string("Plain");
+                         });
 
 }  // namespace
 }  // namespace specverify::server

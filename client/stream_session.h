@@ -1,0 +1,36 @@
+// The VerifyStreamSession implementations behind VerifierClient::OpenStream:
+// one VerifyStream call, or a session that reopens the stream when it ends
+// UNAVAILABLE and sends again what got no answer. Internal to the client
+// library (verifier_client.h is the interface).
+#ifndef SPECVERIFY_CLIENT_STREAM_SESSION_H_
+#define SPECVERIFY_CLIENT_STREAM_SESSION_H_
+
+#include <memory>
+
+#include "absl/time/time.h"
+#include "client/verifier_client.h"
+
+namespace specverify::client::internal {
+
+// One VerifyStream call on `stub` (which must outlive the session), ending
+// by `deadline` (InfiniteFuture: none).
+std::unique_ptr<VerifyStreamSession> OpenStreamCall(v1::Verifier::Stub* stub,
+                                                    StreamCallback on_response,
+                                                    absl::Time deadline);
+
+// A session over successive calls: when one ends UNAVAILABLE (a draining
+// server ends its streams so after answering what it read; a lost
+// connection does too) or CANCELLED not by Cancel() (gRPC's own shutdown
+// gives that to a call that never reached the server), a new call waits for the server to be ready and
+// every request without an answer is sent on it again, in the order first
+// sent; at most `resend_unanswered` new calls in a row without an answer
+// between them, all within `deadline`. Finish() returns the last call's
+// status.
+std::unique_ptr<VerifyStreamSession> OpenResendingStream(v1::Verifier::Stub* stub,
+                                                         StreamCallback on_response,
+                                                         absl::Time deadline,
+                                                         int resend_unanswered);
+
+}  // namespace specverify::client::internal
+
+#endif  // SPECVERIFY_CLIENT_STREAM_SESSION_H_
