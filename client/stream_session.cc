@@ -18,6 +18,15 @@
 namespace specverify::client::internal {
 namespace {
 
+// What Send() answers once the stream has ended with `final_status`: that
+// status, so that a caller reopens the stream on the codes it retries.
+absl::Status EndedStreamStatus(const absl::Status& final_status) {
+  return final_status.ok() ? absl::UnavailableError("the server ended the stream")
+                           : absl::Status(final_status.code(),
+                                          absl::StrCat("the stream has ended: ",
+                                                       final_status.message()));
+}
+
 // A VerifyStream call driven by gRPC's callback reactor: one write in flight,
 // the rest queued; reads run continuously until the server ends the stream.
 // `on_done`, when set, is told the call's status from OnDone, and the call
@@ -72,13 +81,9 @@ class StreamCall final
       if (finish_called_) {
         return absl::FailedPreconditionError("Finish() was called on this stream");
       }
-      // The server ended the stream (a drain answers UNAVAILABLE): its status,
-      // so that a caller reopens the stream on the same codes it retries.
+      // The server ended the stream (a drain answers UNAVAILABLE).
       if (done_) {
-        return final_status_.ok()
-                   ? absl::UnavailableError("the server ended the stream")
-                   : absl::Status(final_status_.code(),
-                                  absl::StrCat("the stream has ended: ", final_status_.message()));
+        return EndedStreamStatus(final_status_);
       }
       if (write_failed_) {
         return absl::UnavailableError("the stream has ended");
@@ -229,10 +234,7 @@ class ResendingStreamSession final : public VerifyStreamSession {
         return absl::FailedPreconditionError("Finish() was called on this stream");
       }
       if (done_) {
-        return final_status_.ok()
-                   ? absl::UnavailableError("the server ended the stream")
-                   : absl::Status(final_status_.code(),
-                                  absl::StrCat("the stream has ended: ", final_status_.message()));
+        return EndedStreamStatus(final_status_);
       }
       if (request.request_id().empty()) {
         return absl::InvalidArgumentError(
