@@ -23,8 +23,9 @@
 // Usage: rejection_bench [--csv out.csv] [--runs N] [--quick]
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
 //                        [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]
-//                        [--row-chunks N] [--shape peaked|flat|disjoint|identical] [--graph]
-// --shape sets the rows' distributions (default peaked, draft noise 1).
+//                        [--row-chunks N] [--shape peaked|flat|disjoint|identical|mixed] [--graph]
+// --shape sets the rows' distributions (default peaked, draft noise 1);
+// mixed gives sequence i shape i % 4, the load generator's served workload.
 // --dtype stores the rows in that type (default fp32); the kind is then
 // reported as e.g. "logits_bf16" and the read floor reads the same bytes.
 // The top-k 50 + top-p 0.9 row runs in the full sweep and with --only at
@@ -687,8 +688,10 @@ int main(int argc, char** argv) {
         opt.shape = specverify::DistributionShape::kDisjoint;
       } else if (shape == "identical") {
         opt.shape = specverify::DistributionShape::kIdentical;
+      } else if (shape == "mixed") {
+        opt.shape = specverify::DistributionShape::kMixed;
       } else {
-        std::fprintf(stderr, "--shape peaked|flat|disjoint|identical\n");
+        std::fprintf(stderr, "--shape peaked|flat|disjoint|identical|mixed\n");
         return 2;
       }
     } else if (a == "--only" && i + 1 < argc) {
@@ -702,7 +705,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
                    "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P] "
-                   "[--row-chunks N] [--shape peaked|flat|disjoint|identical] [--graph]\n",
+                   "[--row-chunks N] [--shape peaked|flat|disjoint|identical|mixed] [--graph]\n",
                    argv[0]);
       return 2;
     }
