@@ -443,21 +443,26 @@ struct LogitQuad : BoundedQuad<LogitQuad<R>, R> {
 // Both races over one quad whose exact weights cost an exp (Quad:
 // LogProbabilityQuad or LogitQuad): the bounds prune, and only the seeding
 // and the hopeful entrants pay for the exact weight. The residual race's
-// certainty test stops feeding the target race as in RaceQuad.
-template <bool kResidual, typename Quad>
+// certainty test stops feeding the target race as in RaceQuad, and while
+// the warp feeds it, a quad without an entrant of possible weight
+// (PossiblyWeighted()) is skipped, as RaceQuad's are.
+template <bool kResidual, bool kFeeding, typename Quad>
 __device__ __forceinline__ void RaceBoundedQuad(const Quad& quad, const Philox4x32& bits, int32_t x0,
                                                 BlockBounds& block, RaceBound& residual_bound,
                                                 RaceBound& target_bound, bool& feed_target,
                                                 RaceCandidate& best_residual, RaceCandidate& best_target) {
   if constexpr (kResidual) {
-    if (feed_target) feed_target = !__any_sync(kFullMask, quad.CertainResidual());
+    if constexpr (kFeeding) {
+      feed_target = !__any_sync(kFullMask, quad.CertainResidual());
+      if (feed_target && !__any_sync(kFullMask, quad.PossiblyWeighted() != 0)) return;
+    }
     ReadBlockBound(residual_bound, &block.residual);
     RaceOneQuad(
         bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.LowerResidual(e); },
         [&](int e) { return quad.ExactResidual(e); }, [&] { return quad.PossiblyWeighted(); }, x0, residual_bound,
         best_residual, &block.residual);
   }
-  if (feed_target) {
+  if (kFeeding && feed_target) {
     ReadBlockBound(target_bound, &block.target);
     RaceOneQuad(
         bits, [&](int e) { return quad.BoundTarget(e); }, [&](int e) { return quad.LowerTarget(e); },
@@ -470,7 +475,18 @@ __device__ __forceinline__ void RaceBoundedQuad(const Quad& quad, const Philox4x
 // target race is fed too: it only decides when the whole row has none, so a
 // warp that has seen one stops feeding it (warp-uniform `feed_target`): for
 // log-probabilities once a residual entrant is certain from the bounds.
-template <RaceMode M, RowRace R>
+// kFeeding: the warp feeds the target race at this quad's start (SweepShare
+// runs the quads of the feeding phase and the rest in separate loops).
+//
+// While feeding, a quad in which no lane has an entrant in either race is
+// skipped: RaceOneQuad seeds from and offers only weights > 0, so it would
+// change nothing. Such quads fill the zero runs of a row (the half of a
+// disjoint row where p <= q, all of a caller-filtered top-k / top-p target
+// but its k), where the warp, seeing no residual entrant, fed both races
+// unseeded for its whole share, each quad paying two warp minima:
+// probabilities B=128 on disjoint rows took 79 us against 49 on peaked
+// ones (H200, bench/sampling/results/2026-11-28-shapes).
+template <RaceMode M, RowRace R, bool kFeeding>
 __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4], const float (&dv)[4], int32_t q,
                                          bool in_share, BlockBounds& block, ValueChecks& checks,
                                          RaceBound& residual_bound, RaceBound& target_bound, bool& feed_target,
@@ -486,14 +502,16 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
         CheckValue<Traits::kKind>(dv[e], checks.draft_poison, checks.draft_low);
       }
     }
-    RaceBoundedQuad<kResidual>(LogProbabilityQuad<R>{w, tv, dv, x0},
-                               RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q)), x0,
-                               block, residual_bound, target_bound, feed_target, best_residual, best_target);
+    RaceBoundedQuad<kResidual, kFeeding>(LogProbabilityQuad<R>{w, tv, dv, x0},
+                                         RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q)),
+                                         x0, block, residual_bound, target_bound, feed_target, best_residual,
+                                         best_target);
   } else if constexpr (Traits::kLogitsExact) {
     // Rows were checked by the normalizer pass: no value checks here.
-    RaceBoundedQuad<kResidual>(LogitQuad<R>{w, tv, dv, x0},
-                               RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q)), x0,
-                               block, residual_bound, target_bound, feed_target, best_residual, best_target);
+    RaceBoundedQuad<kResidual, kFeeding>(LogitQuad<R>{w, tv, dv, x0},
+                                         RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q)),
+                                         x0, block, residual_bound, target_bound, feed_target, best_residual,
+                                         best_target);
   } else {
     float p[4], r[4];
     QuadWeights<M, R>(w, tv, dv, x0, in_share, checks, p, r);
@@ -501,16 +519,18 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
     const auto weight_r = [&](int e) { return Pick(r, e); };
     const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
     if constexpr (kResidual) {
-      if (feed_target) {
+      if constexpr (kFeeding) {
         const bool lane_has_residual = r[0] > 0.0f || r[1] > 0.0f || r[2] > 0.0f || r[3] > 0.0f;
         feed_target = !__any_sync(kFullMask, lane_has_residual);
+        const bool lane_has_target = p[0] > 0.0f || p[1] > 0.0f || p[2] > 0.0f || p[3] > 0.0f;
+        if (feed_target && !__any_sync(kFullMask, lane_has_target)) return;
       }
       ReadBlockBound(residual_bound, &block.residual);
       RaceOneQuad(
           bits, weight_r, weight_r, weight_r, [] { return 0xfu; }, x0, residual_bound, best_residual,
           &block.residual);
     }
-    if (feed_target) {
+    if (kFeeding && feed_target) {
       ReadBlockBound(target_bound, &block.target);
       RaceOneQuad(
           bits, weight_p, weight_p, weight_p, [] { return 0xfu; }, x0, target_bound, best_target, &block.target);
@@ -553,6 +573,28 @@ __device__ __forceinline__ void ReadStagedQuad(const unsigned char* stage, float
 
 template <SampleDtype D>
 constexpr int kStagedQuadBytes = sizeof(PackedQuad<D>);
+
+// Runs step(q, feeding) over a thread's quads q_first + kThreads j, j <
+// iterations: with feeding = std::true_type while the warp feeds the target
+// race (a bonus row: throughout), then with std::false_type, so the loop
+// that runs once a residual entrant has been seen, nearly every quad of a
+// row, carries neither the feeding tests, nor the skip of weightless quads,
+// nor the target race's code. Probabilities B=128 on peaked rows: 44.9-45.1
+// us against 48.4-48.8 in one loop (H200, bench/sampling/results/
+// 2026-11-28-shapes); the skip asked of every quad in one loop had cost them
+// 2.2 us, asked only while feeding, behind a branch, 0.5-0.7 us. Unfiltered
+// exact logits at B <= 8, whose warps feed for longer (the certainty test),
+// pay 0.1-0.6 us for the feeding loop's skip; filtered ones gain ~2 us.
+template <RowRace R, typename Step>
+__device__ __forceinline__ void SweepInTwoPhases(int32_t q_first, int32_t iterations, const bool& feed_target,
+                                                 const Step& step) {
+  int32_t j = 0;
+  int32_t q = q_first;
+  for (; j < iterations && (R == RowRace::kBonus || feed_target); ++j, q += kThreads) step(q, std::true_type{});
+  if constexpr (R != RowRace::kBonus) {
+    for (; j < iterations; ++j, q += kThreads) step(q, std::false_type{});
+  }
+}
 
 // Sweeps one share of the sampled row (RaceQuad per quad) and returns the
 // thread's best entrant of each race and the value-check bits
@@ -602,7 +644,7 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
     };
 #pragma unroll
     for (int j = 0; j < kStageLookahead; ++j) issue_next();
-    for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
+    SweepInTwoPhases<R>(q_first, iterations, feed_target, [&](int32_t q, auto feeding) {
       const bool in_share = q < w.q_end;
       WaitForOldestCopies();
       float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
@@ -614,20 +656,20 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
       // Refills the slot read one iteration ago (kStageSlots = lookahead + 1);
       // one group per iteration, empty or not, keeps the wait's count right.
       issue_next();
-      RaceQuad<M, R>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound, feed_target, best_residual,
-                     best_target);
-    }
+      RaceQuad<M, R, decltype(feeding)::value>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound,
+                                               feed_target, best_residual, best_target);
+    });
   } else {
-    for (int32_t q = q_first, j = 0; j < iterations; ++j, q += kThreads) {
+    SweepInTwoPhases<R>(q_first, iterations, feed_target, [&](int32_t q, auto feeding) {
       const bool in_share = q < w.q_end;
       float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
       if (in_share) {
         Load4<D>(w.target_row, 4 * q, w.vocab_size, w.vector_ok, tv, kPad);
         if constexpr (kDraftRow) Load4<D>(w.draft_row, 4 * q, w.vocab_size, w.vector_ok, dv, kPad);
       }
-      RaceQuad<M, R>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound, feed_target, best_residual,
-                     best_target);
-    }
+      RaceQuad<M, R, decltype(feeding)::value>(w, tv, dv, q, in_share, block, checks, residual_bound, target_bound,
+                                               feed_target, best_residual, best_target);
+    });
   }
   constexpr SampleValueKind kKind = RaceModeTraits<M>::kKind;
   flags |= (ChecksPassedFor<kKind>(checks.target_poison, checks.target_low) ? 0 : kRaceReadBadTarget) |

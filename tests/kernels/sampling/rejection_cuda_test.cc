@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -912,6 +913,66 @@ TEST_F(RejectionCudaTest, SixteenBitPassFindsInfinitiesAndNaNsInWholeChunks) {
     for (int32_t i : {0, 2, 4, 6, 8}) EXPECT_EQ(cpu.status_codes[i], kRejectionOk) << "sequence " << i;
     DeviceRunner runner;
     ExpectSameOutputs(runner.Run(in), cpu, absl::StrCat("dtype ", static_cast<int>(dtype)));
+  }
+}
+
+// Probability rows with long runs of zero weight, where a warp skips the
+// quads in which none of its lanes has an entrant (and their Philox draws):
+// targets the caller filtered to their top 50 (renormalized) against full
+// draft rows, disjoint supports, bonus rows of identical drafts, and rows
+// whose residual max(0, p - q) is zero everywhere (q = p but for the
+// drafted token, weighed 4x: the recovery falls back to the race over p
+// after every rejection). 8 and 96 sequences: shares of one row over 8
+// blocks and over 2, one of which sees no residual entrant at all.
+TEST_F(RejectionCudaTest, ProbabilityRowsWithZeroRunsMatch) {
+  constexpr int32_t kVocab = 8192;
+  constexpr int32_t kTopK = 50;
+  uint64_t seed = 9200;
+  for (const int32_t b : {8, 96}) {
+    for (bool draft : {true, false}) {
+      auto w = GenerateSamplingWorkload(
+          MixedWorkload(SampleValueKind::kProbabilities, SampleDtype::kFloat32, draft, b, kVocab, 8, ++seed));
+      ASSERT_TRUE(w.ok());
+      float* target = reinterpret_cast<float*>(w->target_values.data());
+      float* draft_rows = reinterpret_cast<float*>(w->draft_values.data());
+      for (int32_t i = 0; i < b; ++i) {
+        const int32_t first = w->draft_offsets[i];
+        if (i % 4 == 0) {  // peaked: the target filtered to its top k
+          for (int32_t j = 0; j <= w->gamma(i); ++j) {
+            float* row = target + static_cast<int64_t>(first + i + j) * kVocab;
+            std::vector<float> sorted(row, row + kVocab);
+            std::nth_element(sorted.begin(), sorted.begin() + (kTopK - 1), sorted.end(), std::greater<float>());
+            const float threshold = sorted[kTopK - 1];
+            float kept = 0.0f;
+            for (int32_t x = 0; x < kVocab; ++x) {
+              if (row[x] < threshold) row[x] = 0.0f;
+              kept += row[x];
+            }
+            for (int32_t x = 0; x < kVocab; ++x) row[x] /= kept;
+          }
+        } else if (i % 4 == 1 && draft) {  // flat: a residual of zero at every position
+          for (int32_t j = 0; j < w->gamma(i); ++j) {
+            const float* p = target + static_cast<int64_t>(first + i + j) * kVocab;
+            float* q = draft_rows + static_cast<int64_t>(first + j) * kVocab;
+            std::copy(p, p + kVocab, q);
+            q[w->draft_tokens[first + j]] *= 4.0f;
+          }
+        }
+      }
+      const RejectionHostOutputs cpu = RunCpu(w->input());
+      bool fell_back = false;
+      for (int32_t i = 0; i < b; ++i) {
+        EXPECT_EQ(cpu.status_codes[i], kRejectionOk) << "sequence " << i;
+        fell_back = fell_back || (draft && i % 4 == 1 && cpu.accepted_lengths[i] < w->gamma(i));
+      }
+      EXPECT_EQ(fell_back, draft) << "a zero residual's fallback race ran in the reference";
+      for (bool host_merge : {false, true}) {
+        DeviceRunner runner;
+        runner.set_host_merge(host_merge);
+        ExpectSameOutputs(runner.Run(w->input()), cpu,
+                          absl::StrCat("b ", b, " draft ", draft, " seed ", seed, MergeName(host_merge)));
+      }
+    }
   }
 }
 
