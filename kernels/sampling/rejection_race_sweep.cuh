@@ -584,7 +584,8 @@ constexpr int kStagedQuadBytes = sizeof(PackedQuad<D>);
 // 2026-11-28-shapes); the skip asked of every quad in one loop had cost them
 // 2.2 us, asked only while feeding, behind a branch, 0.5-0.7 us. Unfiltered
 // exact logits at B <= 8, whose warps feed for longer (the certainty test),
-// pay 0.1-0.6 us for the feeding loop's skip; filtered ones gain ~2 us.
+// pay 0.1-0.6 us, about half of it the feeding loop's skip; filtered ones
+// gain ~2 us from that skip.
 template <RowRace R, typename Step>
 __device__ __forceinline__ void SweepInTwoPhases(int32_t q_first, int32_t iterations, const bool& feed_target,
                                                  const Step& step) {
