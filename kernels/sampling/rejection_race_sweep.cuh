@@ -120,8 +120,11 @@ __device__ __forceinline__ bool Hopeful(uint32_t bits, float weight, float scale
 // lower(e) a lower bound on it, used only to seed; exact(e) its exact weight.
 // The three are one value for every value kind but log-probabilities and
 // exact logits, whose exact weight costs an exp (and for logits a division)
-// and is computed only for the hopeful entrants.
-template <typename BoundWeight, typename LowerWeight, typename ExactWeight, typename PossibleMask>
+// and is computed only for the hopeful entrants. kMaySeed = false leaves the
+// seeding step out, for a caller whose warp is seeded already (the second
+// loop of SweepInTwoPhases); unseeded, it would prune nothing, not err.
+template <bool kMaySeed = true, typename BoundWeight, typename LowerWeight, typename ExactWeight,
+          typename PossibleMask>
 __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundWeight& weight,
                                             const LowerWeight& lower, const ExactWeight& exact,
                                             const PossibleMask& possible, int32_t x0, RaceBound& rb,
@@ -135,7 +138,7 @@ __device__ __forceinline__ void RaceOneQuad(const Philox4x32& bits, const BoundW
   // bench/sampling/results/2026-11-27-item2). Computed where the warp seeds:
   // as a test on the seeded path it cost the headline ~1% (run 17).
   unsigned possible_mask = 0xfu;
-  if (!rb.seeded) {
+  if (kMaySeed && !rb.seeded) {
     // Any entrant's key bounds the winner's, so one entrant per lane will
     // do: the heaviest (its key is likely the smallest), at one
     // KeyUpperBound instead of four. KeyUpperBound needs a weight no larger
@@ -452,12 +455,12 @@ __device__ __forceinline__ void RaceBoundedQuad(const Quad& quad, const Philox4x
                                                 RaceBound& target_bound, bool& feed_target,
                                                 RaceCandidate& best_residual, RaceCandidate& best_target) {
   if constexpr (kResidual) {
-    if constexpr (kFeeding) {
+    if (kFeeding && feed_target) {
       feed_target = !__any_sync(kFullMask, quad.CertainResidual());
       if (feed_target && !__any_sync(kFullMask, quad.PossiblyWeighted() != 0)) return;
     }
     ReadBlockBound(residual_bound, &block.residual);
-    RaceOneQuad(
+    RaceOneQuad<kFeeding>(
         bits, [&](int e) { return quad.BoundResidual(e); }, [&](int e) { return quad.LowerResidual(e); },
         [&](int e) { return quad.ExactResidual(e); }, [&] { return quad.PossiblyWeighted(); }, x0, residual_bound,
         best_residual, &block.residual);
@@ -475,8 +478,9 @@ __device__ __forceinline__ void RaceBoundedQuad(const Quad& quad, const Philox4x
 // target race is fed too: it only decides when the whole row has none, so a
 // warp that has seen one stops feeding it (warp-uniform `feed_target`): for
 // log-probabilities once a residual entrant is certain from the bounds.
-// kFeeding: the warp feeds the target race at this quad's start (SweepShare
-// runs the quads of the feeding phase and the rest in separate loops).
+// kFeeding: the quad is in SweepInTwoPhases' first loop, where the warp may
+// still feed the target race and its residual race may still seed; in the
+// second it does neither.
 //
 // While feeding, a quad in which no lane has an entrant in either race is
 // skipped: RaceOneQuad seeds from and offers only weights > 0, so it would
@@ -519,14 +523,14 @@ __device__ __forceinline__ void RaceQuad(const RowShare& w, const float (&tv)[4]
     const auto weight_r = [&](int e) { return Pick(r, e); };
     const Philox4x32 bits = RaceBits(w.seed, w.sequence_index, w.position, static_cast<uint32_t>(q));
     if constexpr (kResidual) {
-      if constexpr (kFeeding) {
+      if (kFeeding && feed_target) {
         const bool lane_has_residual = r[0] > 0.0f || r[1] > 0.0f || r[2] > 0.0f || r[3] > 0.0f;
         feed_target = !__any_sync(kFullMask, lane_has_residual);
         const bool lane_has_target = p[0] > 0.0f || p[1] > 0.0f || p[2] > 0.0f || p[3] > 0.0f;
         if (feed_target && !__any_sync(kFullMask, lane_has_target)) return;
       }
       ReadBlockBound(residual_bound, &block.residual);
-      RaceOneQuad(
+      RaceOneQuad<kFeeding>(
           bits, weight_r, weight_r, weight_r, [] { return 0xfu; }, x0, residual_bound, best_residual,
           &block.residual);
     }
@@ -576,22 +580,25 @@ constexpr int kStagedQuadBytes = sizeof(PackedQuad<D>);
 
 // Runs step(q, feeding) over a thread's quads q_first + kThreads j, j <
 // iterations: with feeding = std::true_type while the warp feeds the target
-// race (a bonus row: throughout), then with std::false_type, so the loop
-// that runs once a residual entrant has been seen, nearly every quad of a
-// row, carries neither the feeding tests, nor the skip of weightless quads,
-// nor the target race's code. Probabilities B=128 on peaked rows: 44.9-45.1
-// us against 48.4-48.8 in one loop (H200, bench/sampling/results/
-// 2026-11-28-shapes); the skip asked of every quad in one loop had cost them
-// 2.2 us, asked only while feeding, behind a branch, 0.5-0.7 us. Unfiltered
-// exact logits at B <= 8, whose warps feed for longer (the certainty test),
-// pay 0.1-0.6 us, about half of it the feeding loop's skip; filtered ones
-// gain ~2 us from that skip.
+// race or has not seeded its residual race (a bonus row: throughout), then
+// with std::false_type, so the loop that runs once a residual entrant has
+// been seen, nearly every quad of a row, carries neither the feeding tests,
+// nor the skip of weightless quads, nor the target race's code, nor the
+// seeding step. Probabilities B=128 on peaked rows: 44.9-45.1 us against
+// 48.4-48.8 in one loop (H200, bench/sampling/results/2026-11-28-shapes);
+// the skip asked of every quad in one loop had cost them 2.2 us, asked only
+// while feeding, behind a branch, 0.5-0.7 us. Taking the seeding step out
+// of the second loop too took unfiltered exact logits at B=8 from 0.1-0.6
+// us slower than one loop to within 0.15 us, and log-probabilities B=8
+// 0.2 us below it (run 9).
 template <RowRace R, typename Step>
 __device__ __forceinline__ void SweepInTwoPhases(int32_t q_first, int32_t iterations, const bool& feed_target,
-                                                 const Step& step) {
+                                                 const RaceBound& residual_bound, const Step& step) {
   int32_t j = 0;
   int32_t q = q_first;
-  for (; j < iterations && (R == RowRace::kBonus || feed_target); ++j, q += kThreads) step(q, std::true_type{});
+  for (; j < iterations && (R == RowRace::kBonus || feed_target || !residual_bound.seeded); ++j, q += kThreads) {
+    step(q, std::true_type{});
+  }
   if constexpr (R != RowRace::kBonus) {
     for (; j < iterations; ++j, q += kThreads) step(q, std::false_type{});
   }
@@ -645,7 +652,7 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
     };
 #pragma unroll
     for (int j = 0; j < kStageLookahead; ++j) issue_next();
-    SweepInTwoPhases<R>(q_first, iterations, feed_target, [&](int32_t q, auto feeding) {
+    SweepInTwoPhases<R>(q_first, iterations, feed_target, residual_bound, [&](int32_t q, auto feeding) {
       const bool in_share = q < w.q_end;
       WaitForOldestCopies();
       float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
@@ -661,7 +668,7 @@ __device__ __forceinline__ void SweepShare(const RowShare& w, unsigned char* sta
                                                feed_target, best_residual, best_target);
     });
   } else {
-    SweepInTwoPhases<R>(q_first, iterations, feed_target, [&](int32_t q, auto feeding) {
+    SweepInTwoPhases<R>(q_first, iterations, feed_target, residual_bound, [&](int32_t q, auto feeding) {
       const bool in_share = q < w.q_end;
       float tv[4] = {kPad, kPad, kPad, kPad}, dv[4] = {kPad, kPad, kPad, kPad};
       if (in_share) {
