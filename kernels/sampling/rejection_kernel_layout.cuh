@@ -17,17 +17,17 @@ using rejection::RowProbability;
 constexpr int kThreads = rejection::kChunkLanes;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLaneWidth);
-// The occupancies the race kernel is compiled for (__launch_bounds__ min
-// blocks): 3 blocks of 256 threads leave 80 registers per thread (4 blocks
-// forced 64 registers and spilled); 2 blocks leave 128, and the
-// log-probability and logits races, which spill a few bytes at 80, run
-// without spills (H100, B=8: log-probabilities 14.97 -> 14.72 us, logits
-// 56.8 -> 56.3 us, bench/sampling/results/2026-11-25-race-floors). The
-// launcher plans 2 blocks per SM (RejectionRaceBlocksPerSm), always one
-// wave, and takes the kernel compiled for its plan; 3 is what
-// RejectionScratch::race_blocks_per_sm can ask for.
-constexpr int kRaceBlocksPerSm = 3;
-constexpr int kRaceBlocksPerSmSmall = 2;
+// The occupancy the race kernel is compiled for (__launch_bounds__ min
+// blocks): 2 blocks of 256 threads leave 128 registers per thread, and the
+// sweep runs without spills. A second instantiation for 3 blocks (80
+// registers) lost at every batch size the launcher plans (H100, B=8:
+// log-probabilities 14.97 vs 14.72 us, logits 56.8 vs 56.3,
+// bench/sampling/results/2026-11-25-race-floors; probabilities B=128 64.9
+// vs 63.5, 2026-11-26-item5), spilled 4-68 bytes since the two-phase sweep,
+// and took 40 of rejection_sample.cu's 110 s of compile: removed
+// 2026-11-28. The launcher plans 2 blocks per SM (RejectionRaceBlocksPerSm);
+// RejectionScratch::race_blocks_per_sm can ask for 1.
+constexpr int kRaceBlocksPerSm = 2;
 // The row pass holds a chunk's 16 values per thread in registers between its
 // maximum and its weights. fp32 rows: 6 blocks of 256 threads per SM (<= 40
 // registers; 4, 5, 7 and 8 were all slower at B=8 and B=32). A block is a

@@ -8,8 +8,8 @@
 #ifndef SPECVERIFY_KERNELS_SAMPLING_REJECTION_RACE_KERNEL_CUH_
 #define SPECVERIFY_KERNELS_SAMPLING_REJECTION_RACE_KERNEL_CUH_
 
-template <SampleDtype D, RaceMode M, int kMinBlocksPerSm>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) AcceptRaceKernel(RaceArgs a) {
+template <SampleDtype D, RaceMode M>
+__global__ void __launch_bounds__(kThreads, kRaceBlocksPerSm) AcceptRaceKernel(RaceArgs a) {
   using Traits = RaceModeTraits<M>;
   __shared__ unsigned long long warp_words[kWarps];
   __shared__ int32_t warp_flags[kWarps];

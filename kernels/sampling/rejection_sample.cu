@@ -56,7 +56,7 @@ cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
     void (*kernel)(RaceArgs);
     int32_t blocks;
   };
-  static constexpr int kEntries = 24;  // 3 dtypes x 4 modes x 2 occupancies
+  static constexpr int kEntries = 12;  // 3 dtypes x 4 modes
   static Entry cache[kEntries] = {};
   static std::mutex mu;
   std::lock_guard<std::mutex> lock(mu);
@@ -193,29 +193,20 @@ cudaError_t PlanRace(const RejectionBatchInput& in, const RejectionScratch& scra
   // Log-probabilities need no row pass (unless validate_full_rows): the race
   // kernel converts the two scalars per position and the sampled row(s) as it
   // reads them.
-  const auto race_kernel = [&](auto min_blocks) -> void (*)(RaceArgs) {
-    constexpr int kMin = decltype(min_blocks)::value;
-    return logits_exact                          ? AcceptRaceKernel<D, RaceMode::kLogitsExact, kMin>
-           : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid, kMin>
-           : in.kind == SampleValueKind::kLogProbabilities ? AcceptRaceKernel<D, RaceMode::kLogProbabilities, kMin>
-                                                           : AcceptRaceKernel<D, RaceMode::kProbabilities, kMin>;
-  };
-  void (*race)(RaceArgs) = race_kernel(std::integral_constant<int, kRaceBlocksPerSm>{});
-  // Never plan for more blocks per SM than fit (registers: 80 or 128 per
-  // thread, kRaceBlocksPerSm; shared memory: 40 KB of staging a block): a
-  // plan beyond that is a second wave. A plan of 2 or fewer takes the
-  // kernel compiled for 2. Never more than kRaceBlocksPerSm either, which
-  // bounds the race slots a batch needs (RejectionRaceSlotsBound).
+  void (*race)(RaceArgs) = logits_exact ? AcceptRaceKernel<D, RaceMode::kLogitsExact>
+                            : in.method == SampleMethod::kSigmoid ? AcceptRaceKernel<D, RaceMode::kSigmoid>
+                            : in.kind == SampleValueKind::kLogProbabilities
+                                ? AcceptRaceKernel<D, RaceMode::kLogProbabilities>
+                                : AcceptRaceKernel<D, RaceMode::kProbabilities>;
+  // Never plan for more blocks per SM than fit (registers: 128 per thread,
+  // kRaceBlocksPerSm; shared memory: 40 KB of staging a block): a plan
+  // beyond that is a second wave. Never more than kRaceBlocksPerSm either,
+  // which bounds the race slots a batch needs (RejectionRaceSlotsBound).
   int32_t fit = 0;
   if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
   const int32_t planned =
       scratch.race_blocks_per_sm > 0 ? scratch.race_blocks_per_sm : RejectionRaceBlocksPerSm(in.num_sequences);
-  int32_t blocks_per_sm = std::min({planned, fit, kRaceBlocksPerSm});
-  if (blocks_per_sm <= kRaceBlocksPerSmSmall) {
-    race = race_kernel(std::integral_constant<int, kRaceBlocksPerSmSmall>{});
-    if (cudaError_t e = RaceBlocksThatFit(race, &fit); e != cudaSuccess) return e;
-    blocks_per_sm = std::min(blocks_per_sm, fit);
-  }
+  const int32_t blocks_per_sm = std::min({planned, fit, kRaceBlocksPerSm});
   plan->kernel = race;
   plan->blocks_per_sequence =
       RejectionRaceBlocksPerSequence(in.num_sequences, in.vocab_size, scratch.num_sms, blocks_per_sm);

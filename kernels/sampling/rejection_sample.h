@@ -21,8 +21,7 @@
 //     result copy (FinishRejectionOutcomes): no ticket, no read-back, ~1 us
 //     less per launch. G is chosen for 2 blocks per SM
 //     (RejectionRaceBlocksPerSm), in one wave up to 2 x SMs sequences (G=1
-//     beyond); the race kernel is compiled for 2 and for 3
-//     (RejectionScratch::race_blocks_per_sm).
+//     beyond); the race kernel is compiled for 2 blocks per SM.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; for
 //     long passes over 16-bit rows one block per run of 8 chunks of a row,
@@ -68,8 +67,9 @@ struct RejectionScratch {
   RejectionScratchLimits limits;
   int32_t num_sms = 0;  // of the device the scratch was initialized on
   // Race blocks per SM the launcher aims for; 0 (the default) lets it choose
-  // by batch size (RejectionRaceBlocksPerSm). The benchmark sets 1-3 to
-  // measure the choice.
+  // by batch size (RejectionRaceBlocksPerSm). The benchmark sets 1 or 2 to
+  // measure the choice; larger values are taken as 2, the occupancy the race
+  // kernel is compiled for.
   int32_t race_blocks_per_sm = 0;
   // Blocks per target row of the top-k / top-p filter, 1-8; 0 (the default)
   // lets the launcher choose: the most whose clusters fit on the device at

@@ -976,11 +976,10 @@ TEST_F(RejectionCudaTest, ProbabilityRowsWithZeroRunsMatch) {
   }
 }
 
-// The race's plan (blocks per SM, hence shares per sequence and which
-// compiled occupancy runs) changes only the speed: 1 and 2 blocks take the
-// kernel compiled for 2 per SM, 3 the one compiled for 3 (80 registers), which
-// the launcher no longer plans by itself. Every value kind, with and without
-// draft rows, a batch past 32 sequences.
+// The race's plan (blocks per SM, hence shares per sequence) changes only
+// the speed: 1 and 2 blocks, and 3, which the launcher takes as the 2 its
+// kernel is compiled for. Every value kind, with and without draft rows, a
+// batch past 32 sequences.
 TEST_F(RejectionCudaTest, RaceBlocksPerSmChangeNoOutcome) {
   uint64_t seed = 9300;
   for (SampleValueKind kind :
