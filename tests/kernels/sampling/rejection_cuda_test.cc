@@ -919,14 +919,27 @@ TEST_F(RejectionCudaTest, SixteenBitPassFindsInfinitiesAndNaNsInWholeChunks) {
 // Probability rows with long runs of zero weight, where a warp skips the
 // quads in which none of its lanes has an entrant (and their Philox draws):
 // targets the caller filtered to their top 50 (renormalized) against full
-// draft rows, disjoint supports, bonus rows of identical drafts, and rows
-// whose residual max(0, p - q) is zero everywhere (q = p but for the
-// drafted token, weighed 4x: the recovery falls back to the race over p
-// after every rejection). 8 and 96 sequences: shares of one row over 8
-// blocks and over 2, one of which sees no residual entrant at all.
+// draft rows, disjoint supports, bonus rows of identical drafts, bonus rows
+// of filtered targets (every draft row the filtered target, every draft
+// token its most likely one: all accepted), and rows whose residual
+// max(0, p - q) is zero everywhere (q = p but for the drafted token,
+// weighed 4x: the recovery falls back to the race over p after every
+// rejection). 8 and 96 sequences: shares of one row over 8 blocks and over
+// 2, one of which sees no residual entrant at all.
 TEST_F(RejectionCudaTest, ProbabilityRowsWithZeroRunsMatch) {
   constexpr int32_t kVocab = 8192;
   constexpr int32_t kTopK = 50;
+  const auto filter_to_top_k = [](float* row) {
+    std::vector<float> sorted(row, row + kVocab);
+    std::nth_element(sorted.begin(), sorted.begin() + (kTopK - 1), sorted.end(), std::greater<float>());
+    const float threshold = sorted[kTopK - 1];
+    float kept = 0.0f;
+    for (int32_t x = 0; x < kVocab; ++x) {
+      if (row[x] < threshold) row[x] = 0.0f;
+      kept += row[x];
+    }
+    for (int32_t x = 0; x < kVocab; ++x) row[x] /= kept;
+  };
   uint64_t seed = 9200;
   for (const int32_t b : {8, 96}) {
     for (bool draft : {true, false}) {
@@ -939,16 +952,15 @@ TEST_F(RejectionCudaTest, ProbabilityRowsWithZeroRunsMatch) {
         const int32_t first = w->draft_offsets[i];
         if (i % 4 == 0) {  // peaked: the target filtered to its top k
           for (int32_t j = 0; j <= w->gamma(i); ++j) {
-            float* row = target + static_cast<int64_t>(first + i + j) * kVocab;
-            std::vector<float> sorted(row, row + kVocab);
-            std::nth_element(sorted.begin(), sorted.begin() + (kTopK - 1), sorted.end(), std::greater<float>());
-            const float threshold = sorted[kTopK - 1];
-            float kept = 0.0f;
-            for (int32_t x = 0; x < kVocab; ++x) {
-              if (row[x] < threshold) row[x] = 0.0f;
-              kept += row[x];
-            }
-            for (int32_t x = 0; x < kVocab; ++x) row[x] /= kept;
+            filter_to_top_k(target + static_cast<int64_t>(first + i + j) * kVocab);
+          }
+        } else if (i % 4 == 3 && draft) {  // identical: a filtered target's bonus row
+          for (int32_t j = 0; j <= w->gamma(i); ++j) {
+            float* p = target + static_cast<int64_t>(first + i + j) * kVocab;
+            filter_to_top_k(p);
+            if (j == w->gamma(i)) break;
+            std::copy(p, p + kVocab, draft_rows + static_cast<int64_t>(first + j) * kVocab);
+            w->draft_tokens[first + j] = static_cast<int32_t>(std::max_element(p, p + kVocab) - p);
           }
         } else if (i % 4 == 1 && draft) {  // flat: a residual of zero at every position
           for (int32_t j = 0; j < w->gamma(i); ++j) {
@@ -964,6 +976,7 @@ TEST_F(RejectionCudaTest, ProbabilityRowsWithZeroRunsMatch) {
       for (int32_t i = 0; i < b; ++i) {
         EXPECT_EQ(cpu.status_codes[i], kRejectionOk) << "sequence " << i;
         fell_back = fell_back || (draft && i % 4 == 1 && cpu.accepted_lengths[i] < w->gamma(i));
+        if (draft && i % 4 == 3) EXPECT_EQ(cpu.accepted_lengths[i], w->gamma(i)) << "filtered bonus, sequence " << i;
       }
       EXPECT_EQ(fell_back, draft) << "a zero residual's fallback race ran in the reference";
       for (bool host_merge : {false, true}) {
