@@ -20,10 +20,11 @@ constexpr int kRounds = rejection::kNormalizerChunk / (kThreads * rejection::kLa
 // The occupancy the race kernel is compiled for (__launch_bounds__ min
 // blocks): 2 blocks of 256 threads leave 128 registers per thread, and the
 // sweep runs without spills. A second instantiation for 3 blocks (80
-// registers) lost at every batch size the launcher plans (H100, B=8:
-// log-probabilities 14.97 vs 14.72 us, logits 56.8 vs 56.3,
-// bench/sampling/results/2026-11-25-race-floors; probabilities B=128 64.9
-// vs 63.5, 2026-11-26-item5), spilled 4-68 bytes since the two-phase sweep,
+// registers) won once (H200, 2026-11-21, B=128) but lost in every later
+// measurement (H100, B=8: log-probabilities 14.97 vs 14.72 us, logits 56.8
+// vs 56.3, bench/sampling/results/2026-11-25-race-floors; probabilities
+// B=128 64.9 vs 63.5, B=512 274 vs 218, 2026-11-26-item5), had not been
+// planned since, spilled 4-68 bytes since the two-phase sweep,
 // and took 40 of rejection_sample.cu's 110 s of compile: removed
 // 2026-11-28. The launcher plans 2 blocks per SM (RejectionRaceBlocksPerSm);
 // RejectionScratch::race_blocks_per_sm can ask for 1.
