@@ -259,11 +259,24 @@ __device__ __forceinline__ float RowTemperature(const RowPassArgs& a, int64_t sl
 // more: the chunk's values are requested before the row's sequence is looked
 // up (the full-chunk case needs no sequence to load), and the chunks are
 // combined by CombineRowsKernel, not by a last-block ticket (its fence and
-// atomic round trips held every block ~1.5 us longer).
+// atomic round trips held every block ~1.5 us longer). Only warp 0 looks the
+// sequence and its temperature up; the other warps wait for its 1/T at a
+// barrier, as they waited for their own lookups' round trips, instead of
+// issuing the same ~146 warp instructions (a 16-value chunk took 484) in a
+// pass that is issue-bound: H200, bf16 B=8 41.1-41.3 -> 39.7-39.8 us, fp16
+// 41.7-41.9 -> 39.7-40.0, fp32 B=8 44.0-44.2 -> 43.6-43.7, B=32 120.0-120.3
+// -> 115.7-116.1, B=128 452-454 -> 417-422; fp32 B=1, one partial wave with
+// no issue pressure, 0.1-0.4 slower (run 4 of
+// bench/sampling/results/2026-11-29-rowpass-barriers). The same lookup by
+// warp 0 in RowPassRunKernel, which pays it once per run, gained nothing
+// there; fewer barriers in the chunk's reductions (validity folded into
+// the maximum's, the sum finished by warp 0 alone) cost 0.5-1.9 us at B=8
+// and 7.5-10 at fp32 B=32 and bf16 B=128.
 template <SampleDtype D>
 __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKernel(RowPassArgs a) {
   __shared__ double sum_shared[kThreads];
   __shared__ MaxArg max_shared[kWarps];
+  __shared__ float inv_t_shared;
   const RejectionBatchInput& in = a.in;
   const int64_t order = blockIdx.x / a.num_chunks;
   const int64_t slot = !a.targets_last             ? order
@@ -278,16 +291,23 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
                     end - begin == rejection::kNormalizerChunk;
   PackedQuad<D> raw[kRounds];
   if (full) LoadChunk<D>(row_ptr, begin, raw);
-  const float temperature = RowTemperature(a, slot);
-  const bool greedy = !(temperature > 0.0f);
-  const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
+  if (threadIdx.x < 32) {
+    const float temperature = RowTemperature(a, slot);
+    const bool row_greedy = !(temperature > 0.0f);
+    const float row_inv_t = row_greedy ? 0.0f : rejection::InverseTemperature(temperature);
+    if (threadIdx.x == 0) {
+      // -1 marks a greedy row (1/T >= 0 otherwise, and 0 for T = +inf).
+      inv_t_shared = row_greedy ? -1.0f : row_inv_t;
+      if (c == 0) a.scratch.row_inv_t[slot] = row_inv_t;
+    }
+  }
+  __syncthreads();
+  const bool greedy = inv_t_shared < 0.0f;
+  const float inv_t = greedy ? 0.0f : inv_t_shared;
   const ChunkStats stats = (full && !greedy)
                                ? FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
                                : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
-  if (threadIdx.x == 0) {
-    a.scratch.chunks[slot * a.num_chunks + c] = stats;
-    if (c == 0) a.scratch.row_inv_t[slot] = inv_t;
-  }
+  if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
   if (a.targets_last && !is_draft && threadIdx.x < kWarps) {
     // FullChunkStats leaves each warp's maximum in max_shared; other chunks
     // record none (NaN).

@@ -303,10 +303,13 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
   // every B (B = 128: 496.7 -> 540.6), as does a short pass (bf16 B = 8,
   // 6.5 waves: 51.5 -> 55.8), where the runs leave SMs idle at the tail.
   // Waves are counted at 6 one-chunk blocks per SM, the occupancy the
-  // crossover was measured at; with 16-bit rows at 8 the same batches take
-  // runs, and each side of the threshold is still the faster kernel (bf16
-  // B=16 one-chunk 73.6 against runs 75.7 us, B=24 97.7 against 97.0;
-  // run 5 of bench/sampling/results/2026-11-27-rowpass-occupancy).
+  // crossover was first measured at. Since the one-chunk blocks leave the
+  // temperature lookup to warp 0 (2026-11-29), they beat the runs at B = 32
+  // (gamma = 8, 26 waves on 132 SMs) and tie at B = 64 (52): H200, bf16 B=32
+  // 104.2-104.5 against 109.4-109.5 us, B=64 196.2-196.4 against 195.6-196.2
+  // (bench/sampling/results/2026-11-29-rowpass-barriers, run 3), so runs
+  // start at 48 waves (they started at 16 before: bf16 B=24 one-chunk 97.7
+  // against runs 97.0 us, run 5 of 2026-11-27-rowpass-occupancy, H100).
   if (dtype == SampleDtype::kFloat32) return 1;
   const int64_t single_chunk_waves = rows * num_chunks / (int64_t{kRowPassBlocksPerSm} * std::max(1, num_sms));
   if (single_chunk_waves < kRowPassRunMinWaves) return 1;
