@@ -1,6 +1,8 @@
 // Fragment of kernels/sampling/rejection_sample.cu: the exact-logits row pass
-// (RowPassKernel, RowPassRunKernel: each chunk's maximum and sum) and
-// CombineRowsKernel, which folds a row's chunks into its normalizer.
+// (RowPassKernel, RowPassRunKernel: each chunk's maximum and sum), the
+// full-row check of probability and log-probability rows (RowCheckKernel:
+// each chunk's validity and mass) and CombineRowsKernel, which folds a row's
+// chunks into its normalizer or its mass.
 // Included once, inside that file's anonymous namespace, after rejection_device_helpers.cuh;
 // not a standalone header: it uses the names of the fragments before it and
 // of the includes at the top of rejection_sample.cu. Split out of that single
@@ -189,6 +191,31 @@ __device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[
   return ChunkStats{m, bad ? -1 : begin, sum};
 }
 
+// The full-row check of a whole chunk of probability or log-probability
+// rows: every value's validity and the chunk's mass, added in the fixed lane
+// order as GeneralChunkStats adds them (ExpDetBranchFree is ExpDet bit for
+// bit, NaN and infinities included), without its per-element bounds tests
+// and the maximum that only the normalizer reads.
+template <SampleDtype D>
+__device__ __forceinline__ ChunkStats FullChunkMass(const PackedQuad<D> (&raw)[kRounds], int32_t begin,
+                                                    SampleValueKind kind, double* sum_shared) {
+  const bool log_probabilities = kind == SampleValueKind::kLogProbabilities;
+  bool bad = false;
+  float partial = 0.0f;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    float v[4];
+    UnpackQuad<D>(raw[r], v);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      bad = bad || !rejection::ValueIsValid(kind, v[i]);
+      partial = detmath::Add(partial, log_probabilities ? detmath::ExpDetBranchFree(v[i]) : v[i]);
+    }
+  }
+  bad = __syncthreads_or(bad);
+  return ChunkStats{0.0f, bad ? -1 : begin, BlockFixedOrderSum(static_cast<double>(partial), sum_shared)};
+}
+
 // Any other chunk: a row's partial last chunk, a greedy row (argmax), the
 // full-row check. Loads its own values.
 template <SampleDtype D>
@@ -314,6 +341,36 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
     a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
         (full && !greedy) ? reinterpret_cast<const float*>(max_shared)[threadIdx.x] : __int_as_float(0x7fffffff);
   }
+}
+
+// The full-row check (RowPassMode::kCheck) of probability or log-probability
+// rows, one block per (row, chunk) like RowPassKernel's: no temperature to
+// look up, and whole chunks take FullChunkMass (in RowPassKernel's general
+// path the check took 73.4-73.6 us at B=8 fp32 probabilities, 36.7-36.9
+// here; log-probabilities 96.8-96.9 and 60.0-60.3; H200,
+// bench/sampling/results/2026-11-29-full-row-check). A kernel of its own so
+// that the normalizer's registers stay as they were (inside RowPassKernel
+// the mass path made the bf16 pass spill 20 bytes).
+template <SampleDtype D>
+__global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowCheckKernel(RowPassArgs a) {
+  __shared__ double sum_shared[kThreads];
+  __shared__ MaxArg max_shared[kWarps];
+  const RejectionBatchInput& in = a.in;
+  const int64_t slot = blockIdx.x / a.num_chunks;
+  const int32_t c = blockIdx.x % a.num_chunks;
+  const bool is_draft = slot >= a.num_target_rows;
+  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const int32_t begin = c * rejection::kNormalizerChunk;
+  const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
+  ChunkStats stats;
+  if (in.vocab_size % 4 == 0 && end - begin == rejection::kNormalizerChunk) {
+    PackedQuad<D> raw[kRounds];
+    LoadChunk<D>(row_ptr, begin, raw);
+    stats = FullChunkMass<D>(raw, begin, in.kind, sum_shared);
+  } else {
+    stats = GeneralChunkStats<D>(a, row_ptr, begin, end, /*greedy=*/false, /*inv_t=*/0.0f, sum_shared, max_shared);
+  }
+  if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
 }
 
 // A whole chunk's L2 lines (LoadChunk's addresses): requested while the

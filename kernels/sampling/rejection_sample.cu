@@ -255,7 +255,9 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
                                            : 1;
     args.blocks_per_row = (num_chunks + args.chunks_per_block - 1) / args.chunks_per_block;
     const int64_t blocks = rows * args.blocks_per_row;
-    if (args.chunks_per_block == 1) {
+    if (args.chunks_per_block == 1 && args.mode == RowPassMode::kCheck) {
+      RowCheckKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
+    } else if (args.chunks_per_block == 1) {
       RowPassKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);
     } else {
       RowPassRunKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);

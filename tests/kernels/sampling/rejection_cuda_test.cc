@@ -13,6 +13,7 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -602,13 +603,17 @@ TEST_F(RejectionCudaTest, TopPBoundariesOnExactMassesMatchTheReference) {
   }
 }
 
+// A vocabulary of 5003 takes every chunk through the general path; 8200 (two
+// whole chunks and a partial one, rows 16-byte aligned) takes the whole
+// chunks through the vectorized ones, the full-row check's included.
 TEST_F(RejectionCudaTest, BadValuesAndIdsAreReportedLikeTheReference) {
   for (SampleValueKind kind :
        {SampleValueKind::kProbabilities, SampleValueKind::kLogits, SampleValueKind::kLogProbabilities}) {
-    for (bool full_rows : {false, true}) {
+    for (const auto [vocab, full_rows] : {std::pair{5003, false}, std::pair{5003, true}, std::pair{8200, false},
+                                          std::pair{8200, true}}) {
       SamplingWorkloadOptions o;
       o.num_sequences = 24;
-      o.vocab_size = 5003;
+      o.vocab_size = vocab;
       o.gamma_min = 2;
       o.gamma_max = 6;
       o.kind = kind;
@@ -644,7 +649,8 @@ TEST_F(RejectionCudaTest, BadValuesAndIdsAreReportedLikeTheReference) {
         DeviceRunner runner;
         runner.set_host_merge(host_merge);
         ExpectSameOutputs(runner.Run(in), cpu,
-                          absl::StrCat("kind ", static_cast<int>(kind), " full ", full_rows, MergeName(host_merge)));
+                          absl::StrCat("kind ", static_cast<int>(kind), " V ", vocab, " full ", full_rows,
+                                       MergeName(host_merge)));
       }
     }
   }
