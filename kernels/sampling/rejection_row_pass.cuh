@@ -494,8 +494,10 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
   // The pass's 1/T, loaded with the chunks: looking the temperature up here
   // (the offsets search, then the sequence's parameters) put two dependent
   // round trips on the chain (fp32 B=8 -0.4 to -0.8 us, B=1 -0.4; run 2 of
-  // bench/sampling/results/2026-11-27-evict-first).
-  const float inv_t = __ldcg(&a.scratch.row_inv_t[slot]);
+  // bench/sampling/results/2026-11-27-evict-first). The full-row check
+  // (RowCheckKernel) writes no 1/T, and its combine reads none.
+  const bool normalize = a.mode == RowPassMode::kNormalize;
+  const float inv_t = normalize ? __ldcg(&a.scratch.row_inv_t[slot]) : 0.0f;
   MaxArg best{0.0f, -1};
   int32_t best_argmax = 0;
   bool bad = false;
@@ -521,7 +523,6 @@ __global__ void __launch_bounds__(kCombineThreads) CombineRowsKernel(RowPassArgs
   bad = __any_sync(kFullMask, bad);
   DeviceRowNorm out{};
   if (bad) out.flags |= kRowBadElement;
-  const bool normalize = a.mode == RowPassMode::kNormalize;
   if (!normalize || !bad) {
     // What lane 0 adds in chunk order: rescaled sums (the normalizer) or
     // plain ones (the row check's mass).
