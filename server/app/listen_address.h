@@ -9,7 +9,8 @@
 // second one's socket. The server therefore turns SO_REUSEPORT off
 // (EffectiveGrpcArgs) and checks the address itself, before it initializes
 // any device (a second instance must not take GPU memory from the first)
-// and again right before gRPC binds.
+// and again right before gRPC binds. Two servers starting on one unix: path
+// at once pass both checks; socket_path_lock.h stops the later one.
 #ifndef SPECVERIFY_SERVER_APP_LISTEN_ADDRESS_H_
 #define SPECVERIFY_SERVER_APP_LISTEN_ADDRESS_H_
 

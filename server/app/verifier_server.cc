@@ -104,6 +104,15 @@ absl::StatusOr<std::unique_ptr<VerifierServer>> VerifierServer::Start(
   std::unique_ptr<VerifierServer> server(new VerifierServer);
   server->options_ = options;
   server->metrics_ = metrics;
+  // Held until the server has stopped listening: two servers starting on one
+  // socket path at the same moment both pass the check above.
+  for (const std::string& address : listen) {
+    if (const std::optional<std::string> path = UnixSocketPath(address)) {
+      absl::StatusOr<SocketPathLock> lock = SocketPathLock::Acquire(address, *path);
+      if (!lock.ok()) return lock.status();
+      server->socket_locks_.push_back(*std::move(lock));
+    }
+  }
 
   if (!devices.empty()) {
     server->backend_reason_ = devices.size() == 1 ? "injected backend" : "injected backends";
@@ -383,6 +392,8 @@ absl::Status VerifierServer::Shutdown(absl::Duration drain_timeout) {
   batcher_->Stop();
   // Open streams get until the deadline to half-close, then are cancelled.
   grpc_server_->Shutdown(absl::ToChronoTime(std::max(deadline, absl::Now())));
+  // gRPC has closed and unlinked its sockets: the next server may take them.
+  for (SocketPathLock& lock : socket_locks_) lock.Release();
   for (const std::unique_ptr<Backend>& backend : backends_) backend->Shutdown();
   if (!drained) {
     shutdown_status_ = absl::DeadlineExceededError(absl::StrCat(

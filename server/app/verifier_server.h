@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/app/server_options.h"
+#include "server/app/socket_path_lock.h"
 #include "server/arena/kv_arena.h"
 #include "server/regions/region_registry.h"
 #include "server/backend/backend.h"
@@ -98,6 +99,10 @@ class VerifierServer {
 
   ServerOptions options_;
   ServerMetrics* metrics_ = nullptr;
+  // One per unix: address, from before any device is set up until gRPC has
+  // stopped listening (Shutdown); destroyed after every member below, so a
+  // start-up that fails halfway lets go of them too.
+  std::vector<SocketPathLock> socket_locks_;
   std::vector<std::unique_ptr<Backend>> backends_;  // by device index
   std::string backend_reason_;
   // Every device's arena charges one client quota (issue #15's limit is per

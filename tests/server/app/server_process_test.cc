@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -352,7 +353,14 @@ class UnixSocketTest : public ::testing::Test {
   }
   void TearDown() override {
     unlink(path_.c_str());
+    unlink(LockPath().c_str());
     rmdir(dir_.c_str());
+  }
+  // The server's lock file beside the socket (server/app/socket_path_lock.h).
+  std::string LockPath() const { return path_ + ".lock"; }
+  bool LockFileExists() const {
+    struct stat st {};
+    return stat(LockPath().c_str(), &st) == 0;
   }
   std::vector<std::string> ServerArgs() const {
     return {"--listen_address=" + address_, "--metrics_address=", "--device=cpu",
@@ -440,6 +448,62 @@ TEST_F(UnixSocketTest, AStaleSocketFileIsReplaced) {
   EXPECT_EQ(ReadListening(c.out), address_);
   EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
   Stop(c);
+}
+
+// Two servers that start on one path at the same moment both find no
+// listener there; the lock file is what stops the later one. A process
+// holding the lock stands for a server between that check and its bind.
+TEST_F(UnixSocketTest, AServerThatFindsTheLockHeldExitsBeforeTouchingADevice) {
+  const int held = open(LockPath().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  ASSERT_GE(held, 0) << std::strerror(errno);
+  ASSERT_EQ(flock(held, LOCK_EX | LOCK_NB), 0) << std::strerror(errno);
+
+  const Exit second = RunToExitWithin(ServerArgs(), absl::Seconds(20));
+  EXPECT_EQ(second.code, 1);
+  EXPECT_THAT(second.err, HasSubstr(absl::StrCat("cannot listen on ", address_,
+                                                 " (--listen_address): another process holds ",
+                                                 LockPath())));
+  EXPECT_THAT(second.err, Not(HasSubstr("backend cpu")));
+  EXPECT_FALSE(SocketExists());  // it never bound
+  close(held);
+
+  Child c = StartServer();  // the lock free again: served
+  ASSERT_GT(c.pid, 0);
+  EXPECT_EQ(ReadListening(c.out), address_);
+  EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
+  Stop(c);
+}
+
+// A server holds the lock while it serves and removes it with its socket
+// when it stops.
+TEST_F(UnixSocketTest, AStoppedServerLeavesNeitherSocketNorLockFile) {
+  Child c = StartServer();
+  ASSERT_GT(c.pid, 0);
+  ASSERT_EQ(ReadListening(c.out), address_);
+  EXPECT_TRUE(LockFileExists());
+  Stop(c);
+  EXPECT_FALSE(SocketExists());
+  EXPECT_FALSE(LockFileExists());
+}
+
+// A server killed outright leaves its socket file and its (unlocked) lock
+// file; the next one starts on the same path with no clean-up.
+TEST_F(UnixSocketTest, ARestartAfterAKillNeedsNoCleanUp) {
+  Child first = StartServer();
+  ASSERT_GT(first.pid, 0);
+  ASSERT_EQ(ReadListening(first.out), address_);
+  ASSERT_EQ(kill(first.pid, SIGKILL), 0);
+  EXPECT_EQ(WaitExit(first.pid), 128 + SIGKILL);
+  close(first.out);
+  close(first.err);
+  EXPECT_TRUE(SocketExists());
+  EXPECT_TRUE(LockFileExists());
+
+  Child second = StartServer();
+  ASSERT_GT(second.pid, 0);
+  EXPECT_EQ(ReadListening(second.out), address_);
+  EXPECT_THAT(InfoOverNewConnection(address_), IsOk());
+  Stop(second);
 }
 
 }  // namespace
