@@ -30,7 +30,17 @@ struct RowPassArgs {
   // (RejectionRowPassChunksPerBlock) and the blocks that cover a row.
   int32_t chunks_per_block;
   int32_t blocks_per_row;
+  // blockIdx.x / blocks_per_row without a division (fast_divisor.h): a
+  // block's row and its place in the row.
+  FastDivisor row_of_block;
 };
+
+// The (row order, block within the row) of this block.
+__device__ __forceinline__ void SplitRowBlock(const RowPassArgs& a, int64_t& order, int32_t& within) {
+  const uint32_t q = a.row_of_block.Quotient(blockIdx.x);
+  order = q;
+  within = static_cast<int32_t>(a.row_of_block.Remainder(blockIdx.x, q));
+}
 
 // Block max of one float per thread (any NaN is dropped: the callers check
 // validity separately).
@@ -305,11 +315,14 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   __shared__ MaxArg max_shared[kWarps];
   __shared__ float inv_t_shared;
   const RejectionBatchInput& in = a.in;
+  // A plain division here: SplitRowBlock measured 0.4-1.1 us slower in this
+  // kernel at bf16 B=8 and B=32 (run 1 of
+  // bench/sampling/results/2026-11-29-pass-overhead).
   const int64_t order = blockIdx.x / a.num_chunks;
+  const int32_t c = blockIdx.x % a.num_chunks;
   const int64_t slot = !a.targets_last             ? order
                        : order < a.num_draft_rows ? a.num_target_rows + order
                                                   : order - a.num_draft_rows;
-  const int32_t c = blockIdx.x % a.num_chunks;
   const bool is_draft = slot >= a.num_target_rows;
   const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
   const int32_t begin = c * rejection::kNormalizerChunk;
@@ -356,8 +369,9 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowCheckKer
   __shared__ double sum_shared[kThreads];
   __shared__ MaxArg max_shared[kWarps];
   const RejectionBatchInput& in = a.in;
-  const int64_t slot = blockIdx.x / a.num_chunks;
-  const int32_t c = blockIdx.x % a.num_chunks;
+  int64_t slot;
+  int32_t c;
+  SplitRowBlock(a, slot, c);
   const bool is_draft = slot >= a.num_target_rows;
   const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
   const int32_t begin = c * rejection::kNormalizerChunk;
@@ -418,19 +432,23 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
   __shared__ double sum_shared[kThreads];
   __shared__ MaxArg max_shared[kWarps];
   const RejectionBatchInput& in = a.in;
-  const int64_t order = blockIdx.x / a.blocks_per_row;
+  int64_t order;
+  int32_t block_in_row;
+  SplitRowBlock(a, order, block_in_row);
   const int64_t slot = !a.targets_last             ? order
                        : order < a.num_draft_rows ? a.num_target_rows + order
                                                   : order - a.num_draft_rows;
-  const int32_t c_first = static_cast<int32_t>(blockIdx.x % a.blocks_per_row) * a.chunks_per_block;
+  const int32_t c_first = block_in_row * a.chunks_per_block;
   const int32_t c_end = min(a.num_chunks, c_first + a.chunks_per_block);
   const bool is_draft = slot >= a.num_target_rows;
   const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
-  const auto is_full = [&](int32_t c) {
-    return a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
-           min(in.vocab_size, (c + 1) * rejection::kNormalizerChunk) - c * rejection::kNormalizerChunk ==
-               rejection::kNormalizerChunk;
-  };
+  // Chunks [0, full_chunks) are whole and vector-aligned: the normalizer's
+  // fast path (a check pass takes none). One comparison a chunk where the
+  // loop tested the chunk's bounds again for it and for its successor.
+  const int32_t full_chunks = (a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0)
+                                  ? in.vocab_size / rejection::kNormalizerChunk
+                                  : 0;
+  const auto is_full = [&](int32_t c) { return c < full_chunks; };
   if (is_full(c_first)) PrefetchChunk<D>(row_ptr, c_first * rejection::kNormalizerChunk);
   const float temperature = RowTemperature(a, slot);
   const bool greedy = !(temperature > 0.0f);

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "kernels/sampling/fast_divisor.h"
 #include "kernels/sampling/philox.h"
 #include "kernels/sampling/race_result.cuh"
 #include "kernels/sampling/rejection_core.h"
@@ -245,7 +246,8 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
                      logits_exact ? RowPassMode::kNormalize : RowPassMode::kCheck,
                      logits_exact && in.any_top_k_top_p,
                      0,
-                     0};
+                     0,
+                     FastDivisor{}};
     const int64_t rows = num_target_rows + num_draft_rows;
     // Runs were measured on the normalizer pass only: the full-row check of
     // probability rows keeps one chunk per block unless a test asks.
@@ -254,6 +256,7 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
                             : logits_exact ? RejectionRowPassChunksPerBlock(D, rows, num_chunks, scratch.num_sms)
                                            : 1;
     args.blocks_per_row = (num_chunks + args.chunks_per_block - 1) / args.chunks_per_block;
+    args.row_of_block = FastDivisor::For(static_cast<uint32_t>(args.blocks_per_row));
     const int64_t blocks = rows * args.blocks_per_row;
     if (args.chunks_per_block == 1 && args.mode == RowPassMode::kCheck) {
       RowCheckKernel<D><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(args);

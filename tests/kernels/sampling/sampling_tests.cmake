@@ -3,6 +3,10 @@ specverify_test(sampling_math_test
   SOURCES sampling/sampling_math_test.cc
   LIBS specverify_sampling_cpu
   LABELS kernels sampling)
+specverify_test(fast_divisor_test
+  SOURCES sampling/fast_divisor_test.cc
+  LIBS specverify_sampling_cpu
+  LABELS kernels sampling)
 specverify_test(reference_rows_test
   SOURCES sampling/reference_rows_test.cc
   LIBS specverify_sampling_cpu
