@@ -2,9 +2,10 @@
 // of a 32-bit unsigned division: the host derives a multiplier once per
 // launch and every block divides its index by one multiply-high, an add and
 // a shift (the round-up method of Granlund and Montgomery, "Division by
-// invariant integers using multiplication", 1994). The row-pass kernels,
-// issue-bound on 16-bit rows, split their block index into row and chunk
-// with it.
+// invariant integers using multiplication", 1994). The runs-of-chunks and
+// full-row-check kernels, issue-bound on 16-bit rows, split their block
+// index into row and chunk with it (the one-chunk pass measured slower with
+// it and keeps its division: bench/sampling/results/2026-11-29-pass-overhead).
 #ifndef SPECVERIFY_KERNELS_SAMPLING_FAST_DIVISOR_H_
 #define SPECVERIFY_KERNELS_SAMPLING_FAST_DIVISOR_H_
 
