@@ -201,6 +201,103 @@ __device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[
   return ChunkStats{m, bad ? -1 : begin, sum};
 }
 
+// Two whole chunks of one sampled 16-bit row reduced side by side:
+// FullChunkStats' statistics for each, bit for bit, with the barriers of
+// each reduction shared by both (validity rides with the warp maxima: one
+// barrier for both chunks' validity and maxima, where one chunk took two;
+// the fixed-order sums' five for both). The pass is issue-bound with
+// barrier waits 17% of its stall samples at bf16 B=128
+// (bench/sampling/results/2026-11-29-pass-profile). Leaves each warp's
+// maximum of chunk k in max_shared[k * kWarps + warp].
+template <SampleDtype D>
+__device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[kRounds],
+                                                   const PackedQuad<D> (&raw1)[kRounds], int32_t begin0,
+                                                   float inv_t, double* sum_shared, float* max_shared,
+                                                   int32_t* bad_shared, ChunkStats& s0, ChunkStats& s1) {
+  float v0[kRounds][4], v1[kRounds][4];
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+    UnpackQuad<D>(raw0[r], v0[r]);
+    UnpackQuad<D>(raw1[r], v1[r]);
+  }
+  float m0, low0, m1, low1;
+  ChunkMaxMin<D>(raw0, v0, m0, low0);
+  ChunkMaxMin<D>(raw1, v1, m1, low1);
+  const bool bad_thread0 = !(detmath::IsFinite(m0) && detmath::IsFinite(low0));
+  const bool bad_thread1 = !(detmath::IsFinite(m1) && detmath::IsFinite(low1));
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    m0 = fmaxf(m0, __shfl_xor_sync(kFullMask, m0, offset));
+    m1 = fmaxf(m1, __shfl_xor_sync(kFullMask, m1, offset));
+  }
+  const int32_t warp_bad = (__any_sync(kFullMask, bad_thread0) ? 1 : 0) | (__any_sync(kFullMask, bad_thread1) ? 2 : 0);
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x % 32 == 0) {
+    max_shared[warp] = m0;
+    max_shared[kWarps + warp] = m1;
+    bad_shared[warp] = warp_bad;
+  }
+  __syncthreads();
+  // BlockMax's fold, in its order.
+  float block_m0 = max_shared[0], block_m1 = max_shared[kWarps];
+  int32_t block_bad = bad_shared[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) {
+    block_m0 = fmaxf(block_m0, max_shared[w]);
+    block_m1 = fmaxf(block_m1, max_shared[kWarps + w]);
+    block_bad |= bad_shared[w];
+  }
+  const bool bad0 = (block_bad & 1) != 0, bad1 = (block_bad & 2) != 0;
+  const float scale = rejection::LogitScale(inv_t);
+  const auto lane_sum = [&](const float (&v)[kRounds][4], float m, float low, bool bad) {
+    float partial = 0.0f;
+    if (!bad && detmath::Mul(detmath::Sub(low, m), scale) >= -125.0f) {
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          partial = detmath::Add(partial, detmath::Exp2DetNonPositive(detmath::Mul(detmath::Sub(v[r][i], m), scale)));
+        }
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
+      }
+    }
+    return partial;
+  };
+  const float partial0 = lane_sum(v0, block_m0, low0, bad0);
+  const float partial1 = lane_sum(v1, block_m1, low1, bad1);
+  // BlockFixedOrderSum for both.
+  const int t = threadIdx.x;
+  double* sums0 = sum_shared;
+  double* sums1 = sum_shared + kThreads;
+  sums0[t] = static_cast<double>(partial0);
+  sums1[t] = static_cast<double>(partial1);
+  __syncthreads();
+#pragma unroll
+  for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
+    if (t < stride) {
+      sums0[t] = detmath::AddD(sums0[t], sums0[t + stride]);
+      sums1[t] = detmath::AddD(sums1[t], sums1[t + stride]);
+    }
+    __syncthreads();
+  }
+  double total0 = t < 32 ? sums0[t] : 0.0, total1 = t < 32 ? sums1[t] : 0.0;
+  if (t < 32) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset /= 2) {
+      total0 = detmath::AddD(total0, __shfl_down_sync(kFullMask, total0, offset));
+      total1 = detmath::AddD(total1, __shfl_down_sync(kFullMask, total1, offset));
+    }
+  }
+  __syncthreads();
+  s0 = ChunkStats{block_m0, bad0 ? -1 : begin0, total0};  // valid in thread 0
+  s1 = ChunkStats{block_m1, bad1 ? -1 : begin0 + rejection::kNormalizerChunk, total1};
+}
+
 // The full-row check of a whole chunk of probability or log-probability
 // rows: every value's validity and the chunk's mass, added in the fixed lane
 // order as GeneralChunkStats adds them (ExpDetBranchFree is ExpDet bit for
@@ -429,8 +526,9 @@ __device__ __forceinline__ void PrefetchChunk(const void* row_ptr, int32_t begin
 // RowPassKernel's.
 template <SampleDtype D>
 __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKernel(RowPassArgs a) {
-  __shared__ double sum_shared[kThreads];
-  __shared__ MaxArg max_shared[kWarps];
+  __shared__ double sum_shared[2 * kThreads];
+  __shared__ MaxArg max_shared[2 * kWarps];
+  __shared__ int32_t bad_shared[kWarps];
   const RejectionBatchInput& in = a.in;
   int64_t order;
   int32_t block_in_row;
@@ -455,6 +553,34 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
   const float inv_t = greedy ? 0.0f : rejection::InverseTemperature(temperature);
   if (c_first == 0 && threadIdx.x == 0) a.scratch.row_inv_t[slot] = inv_t;
   for (int32_t c = c_first; c < c_end; ++c) {
+    if constexpr (D != SampleDtype::kFloat32) {
+#ifndef SV_EXP_NO_PAIRS
+      if (!greedy && c + 1 < c_end && is_full(c + 1)) {  // chunks c and c + 1 whole
+        const int32_t begin = c * rejection::kNormalizerChunk;
+        PackedQuad<D> raw0[kRounds], raw1[kRounds];
+        LoadChunk<D>(row_ptr, begin, raw0);
+        LoadChunk<D>(row_ptr, begin + rejection::kNormalizerChunk, raw1);
+        if (c + 2 < c_end && is_full(c + 2)) PrefetchChunk<D>(row_ptr, begin + 2 * rejection::kNormalizerChunk);
+        if (c + 3 < c_end && is_full(c + 3)) PrefetchChunk<D>(row_ptr, begin + 3 * rejection::kNormalizerChunk);
+        ChunkStats s0, s1;
+        FullChunkPairStats<D>(raw0, raw1, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared), bad_shared,
+                              s0, s1);
+        if (threadIdx.x == 0) {
+          a.scratch.chunks[slot * a.num_chunks + c] = s0;
+          a.scratch.chunks[slot * a.num_chunks + c + 1] = s1;
+        }
+        if (a.targets_last && !is_draft) {
+          if (threadIdx.x < 2 * kWarps) {
+            a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
+                reinterpret_cast<const float*>(max_shared)[threadIdx.x];
+          }
+          __syncthreads();  // read before the next chunks' maxima are written
+        }
+        ++c;
+        continue;
+      }
+#endif
+    }
     const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
     const bool full = is_full(c);

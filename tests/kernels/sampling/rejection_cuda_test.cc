@@ -788,7 +788,8 @@ TEST_F(RejectionCudaTest, LogProbabilityAcceptanceAtTheCoinMatches) {
 // including runs that end on a row's partial last chunk or take the whole
 // row, gives the reference's outputs: sampled and greedy logits rows,
 // top-k / top-p (the filter reads the warp maxima each chunk leaves), the
-// full-row check of probability rows, and a NaN that only the pass reads.
+// full-row check of probability rows, and a NaN that only the pass reads;
+// 16-bit rows also in pairs of whole chunks.
 TEST_F(RejectionCudaTest, RowPassRunsOfSeveralChunksMatch) {
   struct Case {
     SampleValueKind kind;
@@ -802,6 +803,10 @@ TEST_F(RejectionCudaTest, RowPassRunsOfSeveralChunksMatch) {
                         Case{SampleValueKind::kLogits, SampleDtype::kBFloat16, 4096 * 7, false, false},
                         Case{SampleValueKind::kLogits, SampleDtype::kFloat32, 4096 * 6 + 3, false, false},
                         Case{SampleValueKind::kLogits, SampleDtype::kFloat32, 4096 * 9 + 12, true, false},
+                        // 16-bit rows take two whole chunks at a time where a run has them
+                        // (FullChunkPairStats): unfiltered, and filtered (both chunks' warp maxima).
+                        Case{SampleValueKind::kLogits, SampleDtype::kFloat16, 4096 * 6 + 8, false, false},
+                        Case{SampleValueKind::kLogits, SampleDtype::kBFloat16, 4096 * 9 + 12, true, false},
                         Case{SampleValueKind::kProbabilities, SampleDtype::kFloat16, 4096 * 4 + 100, false, true}}) {
     SamplingWorkloadOptions o = MixedWorkload(c.kind, c.dtype, /*draft=*/true, 11, c.vocab, 5, ++seed);
     if (c.filtered) {
