@@ -48,7 +48,7 @@ constexpr int kRowPassRunBlocksPerSm = 5;
 constexpr int32_t kRowPassMaxChunksPerBlock = 8;
 // Single-chunk waves from which the launcher takes runs
 // (RejectionRowPassChunksPerBlock).
-constexpr int64_t kRowPassRunMinWaves = 48;
+constexpr int64_t kRowPassRunMinWaves = 32;
 // The filter: 512 threads, two blocks per SM, and up to kFilterMaxSlices
 // blocks per row (a thread-block cluster on sm_90) so that B=8's 72 target
 // rows keep every SM reading instead of half of them.

@@ -313,8 +313,13 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
   // (gamma = 8, 26 waves on 132 SMs) and tie at B = 64 (52): H200, bf16 B=32
   // 104.2-104.5 against 109.4-109.5 us, B=64 196.2-196.4 against 195.6-196.2
   // (bench/sampling/results/2026-11-29-rowpass-barriers, run 3), so runs
-  // start at 48 waves (they started at 16 before: bf16 B=24 one-chunk 97.7
-  // against runs 97.0 us, run 5 of 2026-11-27-rowpass-occupancy, H100).
+  // started at 48 waves (at 16 before: bf16 B=24 one-chunk 97.7 against
+  // runs 97.0 us, run 5 of 2026-11-27-rowpass-occupancy, H100). Since runs
+  // reduce two chunks at a time (2026-11-29), runs of 8 beat one-chunk
+  // blocks at bf16 B=48 (39 waves: 147.4-147.7 against 152.9-153.1 us) and
+  // trail them by 0.3 at B=32 (26 waves: 105.2 against 104.9; H200, run 2
+  // of bench/sampling/results/2026-11-29-chunk-pairs), so they start at 32
+  // waves, B >= 40 at gamma = 8 on 132 SMs.
   if (dtype == SampleDtype::kFloat32) return 1;
   const int64_t single_chunk_waves = rows * num_chunks / (int64_t{kRowPassBlocksPerSm} * std::max(1, num_sms));
   if (single_chunk_waves < kRowPassRunMinWaves) return 1;

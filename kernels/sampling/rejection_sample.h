@@ -103,7 +103,7 @@ cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const Rej
 
 // Chunks per row-pass block the launcher takes for `rows` rows of
 // `num_chunks` chunks of `dtype` when RejectionScratch::row_pass_chunks_per_block
-// is 0: 8 for 16-bit rows whose single-chunk pass would be 48 waves or more
+// is 0: 8 for 16-bit rows whose single-chunk pass would be 32 waves or more
 // on `num_sms` SMs, else 1.
 int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms);
 
