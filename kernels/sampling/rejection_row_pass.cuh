@@ -230,7 +230,8 @@ __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[k
     m0 = fmaxf(m0, __shfl_xor_sync(kFullMask, m0, offset));
     m1 = fmaxf(m1, __shfl_xor_sync(kFullMask, m1, offset));
   }
-  const int32_t warp_bad = (__any_sync(kFullMask, bad_thread0) ? 1 : 0) | (__any_sync(kFullMask, bad_thread1) ? 2 : 0);
+  const int32_t warp_bad =
+      (__any_sync(kFullMask, bad_thread0) ? 1 : 0) | (__any_sync(kFullMask, bad_thread1) ? 2 : 0);
   const int warp = threadIdx.x / 32;
   if (threadIdx.x % 32 == 0) {
     max_shared[warp] = m0;
@@ -556,7 +557,6 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
   if (c_first == 0 && threadIdx.x == 0) a.scratch.row_inv_t[slot] = inv_t;
   for (int32_t c = c_first; c < c_end; ++c) {
     if constexpr (D != SampleDtype::kFloat32) {
-#ifndef SV_EXP_NO_PAIRS
       if (!greedy && c + 1 < c_end && is_full(c + 1)) {  // chunks c and c + 1 whole
         const int32_t begin = c * rejection::kNormalizerChunk;
         PackedQuad<D> raw0[kRounds], raw1[kRounds];
@@ -581,7 +581,6 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
         ++c;
         continue;
       }
-#endif
     }
     const int32_t begin = c * rejection::kNormalizerChunk;
     const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
