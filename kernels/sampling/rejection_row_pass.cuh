@@ -154,6 +154,34 @@ __device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds],
   }
 }
 
+// A thread's fixed-order lane sum of a whole chunk's weights (rejection_core.h),
+// given the chunk's maximum m and the thread's smallest value. Every
+// exponent t = (v - m) * scale is <= 0 (m is the maximum), and t is monotone
+// in v: when the thread's smallest value gives t >= -125, every weight is
+// Exp2DetNonPositive(t), bit for bit ScaledLogitWeight's Exp2Det, seven
+// instructions shorter per element in a pass that is issue-bound on them.
+// Wider rows (and invalid ones) take the full exp.
+__device__ __forceinline__ float ChunkLaneWeightSum(const float (&v)[kRounds][4], float m, float low, bool bad,
+                                                    float scale) {
+  float partial = 0.0f;
+  if (!bad && detmath::Mul(detmath::Sub(low, m), scale) >= -125.0f) {
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        partial = detmath::Add(partial, detmath::Exp2DetNonPositive(detmath::Mul(detmath::Sub(v[r][i], m), scale)));
+      }
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
+    }
+  }
+  return partial;
+}
+
 // The normalizer of a whole chunk of a sampled (T > 0) logits row: the hot
 // path of the logits pass, straight-line per element. Validity comes from
 // the NaN-keeping maximum and minimum (any infinite or NaN value makes one
@@ -174,29 +202,7 @@ __device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[
   // maximum and -inf the minimum infinite.
   const bool bad = __syncthreads_or(!(detmath::IsFinite(m) && detmath::IsFinite(low)));
   m = BlockMax(m, max_shared);
-  const float scale = rejection::LogitScale(inv_t);
-  // Every exponent t = (v - m) * scale is <= 0 (m is the maximum), and t is
-  // monotone in v: when the thread's smallest value gives t >= -125, every
-  // weight is Exp2DetNonPositive(t), bit for bit ScaledLogitWeight's
-  // Exp2Det, seven instructions shorter per element in a pass that is
-  // issue-bound on them. Wider rows (and invalid ones) take the full exp.
-  const bool exponents_in_range = !bad && detmath::Mul(detmath::Sub(low, m), scale) >= -125.0f;
-  float partial = 0.0f;
-  if (exponents_in_range) {
-#pragma unroll
-    for (int r = 0; r < kRounds; ++r) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        partial = detmath::Add(partial, detmath::Exp2DetNonPositive(detmath::Mul(detmath::Sub(v[r][i], m), scale)));
-      }
-    }
-  } else {
-#pragma unroll
-    for (int r = 0; r < kRounds; ++r) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
-    }
-  }
+  const float partial = ChunkLaneWeightSum(v, m, low, bad, rejection::LogitScale(inv_t));
   const double sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
   return ChunkStats{m, bad ? -1 : begin, sum};
 }
@@ -250,27 +256,8 @@ __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[k
   }
   const bool bad0 = (block_bad & 1) != 0, bad1 = (block_bad & 2) != 0;
   const float scale = rejection::LogitScale(inv_t);
-  const auto lane_sum = [&](const float (&v)[kRounds][4], float m, float low, bool bad) {
-    float partial = 0.0f;
-    if (!bad && detmath::Mul(detmath::Sub(low, m), scale) >= -125.0f) {
-#pragma unroll
-      for (int r = 0; r < kRounds; ++r) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          partial = detmath::Add(partial, detmath::Exp2DetNonPositive(detmath::Mul(detmath::Sub(v[r][i], m), scale)));
-        }
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < kRounds; ++r) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
-      }
-    }
-    return partial;
-  };
-  const float partial0 = lane_sum(v0, block_m0, low0, bad0);
-  const float partial1 = lane_sum(v1, block_m1, low1, bad1);
+  const float partial0 = ChunkLaneWeightSum(v0, block_m0, low0, bad0, scale);
+  const float partial1 = ChunkLaneWeightSum(v1, block_m1, low1, bad1, scale);
   // BlockFixedOrderSum for both.
   const int t = threadIdx.x;
   double* sums0 = sum_shared;
