@@ -5,10 +5,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "client/client_id_channel.h"
 #include "client/stream_session.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/runtime/callback_queue_pin.h"
+#include "proto/runtime/client_id.h"
 
 namespace specverify::client {
 namespace {
@@ -69,6 +71,12 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
         "verify_max_attempts is ", options.verify_max_attempts,
         "; must lie in [1, 5] (gRPC's limit on attempts)"));
   }
+  VerifierClientOptions named = options;
+  if (named.client_id.empty()) {
+    named.client_id = grpc_runtime::NewProcessClientId();
+  } else if (absl::Status valid = grpc_runtime::ValidateClientId(named.client_id); !valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("client_id: ", valid.message()));
+  }
   std::shared_ptr<grpc::ChannelCredentials> credentials;
   if (options.use_tls) {
     grpc::SslCredentialsOptions ssl;
@@ -112,8 +120,8 @@ absl::StatusOr<std::unique_ptr<VerifierClient>> VerifierClient::Create(
   // Destroying this client must never tear down gRPC's callback queue
   // (proto/runtime/callback_queue_pin.h).
   grpc_runtime::PinCallbackQueue();
-  auto channel = grpc::CreateCustomChannel(options.address, credentials, args);
-  return std::unique_ptr<VerifierClient>(new VerifierClient(options, std::move(channel)));
+  auto channel = CreateChannelNamingClient(named.address, credentials, args, named.client_id);
+  return std::unique_ptr<VerifierClient>(new VerifierClient(std::move(named), std::move(channel)));
 }
 
 VerifierClient::VerifierClient(VerifierClientOptions options,

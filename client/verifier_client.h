@@ -52,6 +52,14 @@ struct VerifierClientOptions {
   // arguments; a server without mutual TLS counts per-client limits per
   // connection (docs/SERVER.md), so separate clients in one process want it.
   bool own_connection = false;
+  // On a unix socket, where every client is the same peer to gRPC, the name
+  // this client's calls carry (the `specverify-client-id` header): the
+  // server's account for its per-client limits and batch turns. 1-128 of
+  // [A-Za-z0-9._:-]; empty: "<host>-<pid>-<n>", one of its own for every
+  // VerifierClient. Clients that should share an account share the name.
+  // Unused over TCP, where the connection is the account; under mutual TLS
+  // the certificate is.
+  std::string client_id;
   // Deadline of each call that does not pass its own; zero or infinite means
   // none.
   absl::Duration default_deadline = absl::Seconds(30);

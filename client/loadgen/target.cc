@@ -7,9 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "client/client_id_channel.h"
 #include "client/verifier_client.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/runtime/callback_queue_pin.h"
+#include "proto/runtime/client_id.h"
 
 namespace specverify::loadgen {
 namespace {
@@ -65,7 +67,9 @@ absl::StatusOr<std::unique_ptr<Target>> Target::Connect(const std::string& addre
     args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
     args.SetInt("specverify.loadgen.channel", c);
     if (!transport.tls_server_name.empty()) args.SetSslTargetNameOverride(transport.tls_server_name);
-    std::shared_ptr<grpc::Channel> channel = grpc::CreateCustomChannel(address, *credentials, args);
+    // Each channel is a client of its own on a unix socket too.
+    std::shared_ptr<grpc::Channel> channel =
+        client::CreateChannelNamingClient(address, *credentials, args, grpc_runtime::NewProcessClientId());
     if (!channel->WaitForConnected(deadline)) {
       return absl::UnavailableError(absl::StrCat("cannot connect to ", address, " (channel ", c,
                                                  ") within ", connect_timeout_s, " s"));

@@ -8,9 +8,11 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "proto/runtime/client_id.h"
 #include "server/common/echo.h"
 #include "server/common/tsan.h"
 #include "server/rpc/wire.h"
@@ -250,6 +252,11 @@ class VerifyStreamReactor final
       Answer(id, std::move(s), arrival);
       return;
     }
+    // A malformed client id fails each request, as a malformed request does.
+    if (!client_.ok()) {
+      Answer(id, client_.status(), arrival);
+      return;
+    }
     if (id.empty()) {
       Answer(id, absl::InvalidArgumentError(
                      "request_id is empty; VerifyStream requires a request_id "
@@ -277,7 +284,7 @@ class VerifyStreamReactor final
     auto pending = std::make_unique<PendingRequest>();
     pending->request = entry->request.get();
     pending->owner = owner_;
-    pending->client = client_;
+    pending->client = *client_;
     pending->response = entry->answer->mutable_response();
     pending->arrival = arrival;
     pending->deadline = DeadlineOf(context_);
@@ -446,7 +453,7 @@ class VerifyStreamReactor final
   grpc::CallbackServerContext* const context_;
   // The peer's identities, the same for every request of the stream.
   const std::string owner_;
-  const std::string client_;
+  const absl::StatusOr<std::string> client_;
   // Only the read path touches these.
   grpc::ByteBuffer incoming_;
   int64_t messages_read_ = 0;
@@ -733,12 +740,22 @@ absl::Status VerifierService::Admit(std::unique_ptr<PendingRequest> pending) {
   return status;
 }
 
-std::string VerifierService::ClientKey(grpc::CallbackServerContext* context,
-                                       const std::string& caller_identity) const {
+absl::StatusOr<std::string> VerifierService::ClientKey(grpc::CallbackServerContext* context,
+                                                       const std::string& caller_identity) const {
   if (!caller_identity.empty()) return caller_identity;
+  if (context == nullptr) return std::string();
   // "ipv4:127.0.0.1:54321": the port included, so the key is one connection
   // (docs/SERVER.md "Per-client limits and fairness").
-  return context != nullptr ? context->peer() : std::string();
+  std::string peer = context->peer();
+  // Every client of a unix socket is "unix:" (unix-abstract: too): the
+  // client's own name tells them apart.
+  if (!absl::StartsWith(peer, "unix")) return peer;
+  const auto& metadata = context->client_metadata();
+  const auto found = metadata.find(grpc_runtime::kClientIdMetadataKey);
+  if (found == metadata.end()) return peer;
+  const absl::string_view id(found->second.data(), found->second.size());
+  if (absl::Status valid = grpc_runtime::ValidateClientId(id); !valid.ok()) return valid;
+  return absl::StrCat(peer, "client-id=", id);
 }
 
 std::string VerifierService::CallerIdentity(grpc::CallbackServerContext* context) const {
@@ -772,7 +789,16 @@ grpc::ServerUnaryReactor* VerifierService::Verify(grpc::CallbackServerContext* c
   auto pending = std::make_unique<PendingRequest>();
   pending->request = reactor->request();
   pending->owner = CallerIdentity(context);
-  pending->client = ClientKey(context, pending->owner);
+  absl::StatusOr<std::string> client = ClientKey(context, pending->owner);
+  if (!client.ok()) {
+    options_.metrics->OnRequestRejected(RejectReason::kInvalid);
+    options_.metrics->OnRequestFinished(RpcMethod::kVerify, client.status().code(),
+                                        clock_->Now() - arrival);
+    ReleaseToGrpc(reactor);
+    reactor->Finish(ToGrpcStatus(client.status()));
+    return reactor;
+  }
+  pending->client = *std::move(client);
   pending->response = response;
   // Parsed: from here on it is the batcher's (queue_ns counts from here;
   // server_ns from the handler's start, parsing included).

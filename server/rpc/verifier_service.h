@@ -17,6 +17,7 @@
 #include <cstdint>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "server/arena/kv_arena.h"
 #include "server/devices/device_set.h"
@@ -139,9 +140,12 @@ class VerifierService final : public RawVerifierServiceBase {
   // `caller_identity` (CallerIdentity's answer) under mutual TLS, else the
   // peer address with its port, "ipv4:10.0.0.7:54321": one connection, so a
   // client without a certificate that opens N connections counts as N
-  // clients (docs/SERVER.md "Per-client limits and fairness").
-  std::string ClientKey(grpc::CallbackServerContext* context,
-                        const std::string& caller_identity) const;
+  // clients; on a unix socket, where every peer is "unix:", the client's
+  // `specverify-client-id` header, "unix:client-id=worker-3"
+  // (proto/runtime/client_id.h; docs/SERVER.md "Per-client limits and
+  // fairness"). INVALID_ARGUMENT for a malformed header.
+  absl::StatusOr<std::string> ClientKey(grpc::CallbackServerContext* context,
+                                        const std::string& caller_identity) const;
   Clock* clock() const { return clock_; }
 
  private:

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 import grpc
 import numpy as np
 
+from specverify.client_id import check_client_id, is_unix_socket_target, new_client_id, METADATA_KEY
 from specverify.errors import VerifierError, from_rpc_error
 from specverify.regions import CudaRegion, ShmRegion, check_region_name
 from specverify.results import KV_RETURN, VerifyResult
@@ -161,12 +162,23 @@ class Verifier:
     locally wants the fast failure). ``options``: more channel arguments, e.g.
     ``[("grpc.lb_policy_name", "round_robin")]`` for a ``dns:///`` name of
     several replicas, or a ``grpc.service_config`` of your own.
+    ``client_id``: on a unix socket, where every client is the same peer to
+    gRPC, the name its calls carry (the ``specverify-client-id`` header): the
+    server's account for its per-client limits and batch turns. 1-128 of
+    [A-Za-z0-9._:-]; None: "<host>-<pid>-<n>", one of its own for every
+    Verifier (``self.client_id``). Verifiers that should share an account
+    share the name. Unused over TCP, where the connection is the account;
+    under mutual TLS the certificate is.
     """
 
     def __init__(self, address, *, credentials=None, root_certificates=None,
                  certificate_chain=None, private_key=None, server_name=None,
                  max_message_bytes=64 << 20, timeout=30.0, cuda_sync=True, verify_max_attempts=4,
-                 wait_for_ready=False, options=()):
+                 wait_for_ready=False, options=(), client_id=None):
+        if client_id is None:
+            client_id = new_client_id()
+        else:
+            check_client_id(client_id)
         if not 1 <= verify_max_attempts <= 5:
             raise ValueError(f"verify_max_attempts is {verify_max_attempts}; must lie in [1, 5] "
                              "(gRPC's limit on attempts)")
@@ -196,6 +208,9 @@ class Verifier:
         self._stub = pb_grpc.VerifierStub(self._channel)
         self._health = self._channel.unary_unary(_HEALTH_CHECK)
         self.address = address
+        self.client_id = client_id
+        # Over TCP the calls carry nothing extra.
+        self._metadata = ((METADATA_KEY, client_id),) if is_unix_socket_target(address) else None
         self.timeout = timeout
         self.cuda_sync = cuda_sync
         self._regions = {}
@@ -211,7 +226,7 @@ class Verifier:
         for region in regions:
             try:
                 self._stub.UnregisterRegion(pb.UnregisterRegionRequest(name=region.name),
-                                            timeout=self.timeout)
+                                            timeout=self.timeout, metadata=self._metadata)
             except grpc.RpcError:
                 pass
             region.close()
@@ -226,7 +241,8 @@ class Verifier:
 
     def _call(self, method, request, timeout, name):
         try:
-            return method(request, timeout=self.timeout if timeout is None else timeout)
+            return method(request, timeout=self.timeout if timeout is None else timeout,
+                          metadata=self._metadata)
         except grpc.RpcError as e:
             raise from_rpc_error(e, name) from None
 
@@ -482,7 +498,8 @@ class Verifier:
         future = Future()
         future.set_running_or_notify_cancel()
         call = self._stub.Verify.future(request,
-                                        timeout=self.timeout if timeout is None else timeout)
+                                        timeout=self.timeout if timeout is None else timeout,
+                                        metadata=self._metadata)
 
         def done(call):
             try:
@@ -501,7 +518,7 @@ class Verifier:
         ``resend_unanswered`` = N > 0, a stream that ends UNAVAILABLE (a
         draining or lost server) is reopened, up to N times in a row without
         an answer, and what got no answer is sent again (VerifyStream)."""
-        return VerifyStream(self._stub.VerifyStream, timeout=timeout,
+        return VerifyStream(self._stub.VerifyStream, timeout=timeout, metadata=self._metadata,
                             resend_unanswered=resend_unanswered)
 
     # ------------------------------------------------------------------ KV --
@@ -518,7 +535,8 @@ class Verifier:
         total = None
         try:
             for chunk in self._stub.FetchKv(request,
-                                            timeout=self.timeout if timeout is None else timeout):
+                                            timeout=self.timeout if timeout is None else timeout,
+                                            metadata=self._metadata):
                 if chunk.offset != len(out):
                     raise VerifierError(grpc.StatusCode.DATA_LOSS,
                                         f"chunk at offset {chunk.offset}, expected {len(out)}",

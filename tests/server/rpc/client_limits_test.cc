@@ -1,8 +1,12 @@
 // Per-client limits over real gRPC (issue #15, item 12): the in-process
 // server on loopback, two clients on connections of their own (without
-// mutual TLS a connection is a client). The backend is held paused where a
+// mutual TLS a connection is a client), or on a unix socket, where the
+// client's specverify-client-id header names it. The backend is held paused where a
 // test needs requests to stay queued, so every count is exact; latency is
 // measured by scripts/fairness.sh, not asserted here.
+#include <stdlib.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
@@ -14,6 +18,7 @@
 #include "client/greedy_requests.h"
 #include "client/verifier_client.h"
 #include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "server/app/verifier_server.h"
 #include "tests/server/testing/controllable_backend.h"
@@ -80,6 +85,8 @@ class ClientLimitsTest : public ::testing::Test {
       backend_->Resume();
       (void)server_->Shutdown(absl::Seconds(5));
     }
+    server_.reset();
+    if (!socket_directory_.empty()) EXPECT_EQ(rmdir(socket_directory_.c_str()), 0) << socket_directory_;
   }
   void Start() {
     auto backend = std::make_unique<ControllableBackend>();
@@ -89,12 +96,21 @@ class ClientLimitsTest : public ::testing::Test {
     ASSERT_THAT(server, IsOk());
     server_ = *std::move(server);
   }
-  std::unique_ptr<VerifierClient> NewClient() {
+  std::unique_ptr<VerifierClient> NewClient(const std::string& client_id = "") {
     client::VerifierClientOptions c;
     c.address = server_->local_address();
     c.default_deadline = absl::Seconds(20);
     c.own_connection = true;
+    c.client_id = client_id;
     return *VerifierClient::Create(c);
+  }
+  // A fresh directory for a unix socket, removed with the test (the server
+  // removes its socket and lock file when it stops).
+  std::string UnixSocketDirectory() {
+    char pattern[] = "/tmp/specverify-limits-XXXXXX";
+    EXPECT_NE(mkdtemp(pattern), nullptr);
+    socket_directory_ = pattern;
+    return socket_directory_;
   }
   // Request i: sequences [4i, 4i + 4), rows returned as a handle.
   v1::VerifyRequest Request(int i) {
@@ -117,6 +133,7 @@ class ClientLimitsTest : public ::testing::Test {
   RejectionCounter metrics_;
   ControllableBackend* backend_ = nullptr;
   std::unique_ptr<VerifierServer> server_;
+  std::string socket_directory_;
 };
 
 // Answers of asynchronous calls, collected.
@@ -218,6 +235,88 @@ TEST_F(ClientLimitsTest, AFlooderMeetsItsArenaQuotaUntilItReleasesAHandle) {
   ASSERT_THAT(again, IsOk());
   EXPECT_THAT(Check(2, *again), IsOk());
   EXPECT_EQ(metrics_.count(RejectReason::kClientArenaQuota), 2);
+}
+
+// On a unix socket every client is the peer "unix:" to gRPC; the client
+// library names each VerifierClient (the specverify-client-id header), and
+// the server keeps an account per name: two clients with names of their own
+// have a quota each, two that share a name share one.
+TEST_F(ClientLimitsTest, UnixSocketClientsAreAccountedByTheirClientIds) {
+  const std::string directory = UnixSocketDirectory();
+  options_.listen_address = "unix:" + directory + "/verifier.sock";
+  options_.max_arena_bytes_per_client = 2 * kRequestArenaBytes;
+  Start();
+  std::unique_ptr<VerifierClient> flooder = NewClient();
+  std::unique_ptr<VerifierClient> calm = NewClient();
+  ASSERT_NE(flooder->options().client_id, calm->options().client_id);
+  ASSERT_THAT(flooder->Verify(Request(0)), IsOk());
+  ASSERT_THAT(flooder->Verify(Request(1)), IsOk());
+  EXPECT_THAT(flooder->Verify(Request(2)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr(absl::StrCat("client \"unix:client-id=", flooder->options().client_id,
+                                              "\" holds ", 2 * kRequestArenaBytes, " KV arena bytes"))));
+  absl::StatusOr<v1::VerifyResponse> other = calm->Verify(Request(3));
+  ASSERT_THAT(other, IsOk());
+  EXPECT_THAT(Check(3, *other), IsOk());
+
+  std::unique_ptr<VerifierClient> worker_a = NewClient("worker-a");
+  std::unique_ptr<VerifierClient> worker_a_again = NewClient("worker-a");
+  ASSERT_THAT(worker_a->Verify(Request(4)), IsOk());
+  ASSERT_THAT(worker_a_again->Verify(Request(5)), IsOk());
+  EXPECT_THAT(worker_a->Verify(Request(6)),
+              StatusIs(absl::StatusCode::kResourceExhausted,
+                       HasSubstr("client \"unix:client-id=worker-a\" holds")));
+  EXPECT_EQ(metrics_.count(RejectReason::kClientArenaQuota), 2);
+}
+
+// A name outside the header's alphabet is refused, naming the header, on
+// unary calls and on each request of a stream; the client library refuses
+// it before any call. Over TCP the server does not read the header.
+TEST_F(ClientLimitsTest, AMalformedClientIdIsRefusedNamingTheHeader) {
+  const std::string directory = UnixSocketDirectory();
+  options_.listen_address = "unix:" + directory + "/verifier.sock";
+  Start();
+  auto stub = v1::Verifier::NewStub(grpc::CreateChannel(server_->local_address(), grpc::InsecureChannelCredentials()));
+  constexpr absl::string_view kWhy = "specverify-client-id has character code 32 at offset 3";
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("specverify-client-id", "bad id");
+    v1::VerifyResponse response;
+    const grpc::Status status = stub->Verify(&context, Request(0), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr(kWhy));
+  }
+  {
+    grpc::ClientContext context;
+    context.AddMetadata("specverify-client-id", "bad id");
+    auto stream = stub->VerifyStream(&context);
+    v1::VerifyRequest request = Request(1);
+    request.set_request_id("r1");
+    ASSERT_TRUE(stream->Write(request));
+    ASSERT_TRUE(stream->WritesDone());
+    v1::VerifyStreamResponse answer;
+    ASSERT_TRUE(stream->Read(&answer));
+    EXPECT_EQ(answer.request_id(), "r1");
+    EXPECT_EQ(answer.error().code(), static_cast<int32_t>(absl::StatusCode::kInvalidArgument));
+    EXPECT_THAT(answer.error().message(), HasSubstr(kWhy));
+    EXPECT_TRUE(stream->Finish().ok());
+  }
+  client::VerifierClientOptions bad;
+  bad.address = server_->local_address();
+  bad.client_id = "bad id";
+  EXPECT_THAT(VerifierClient::Create(bad),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr(absl::StrCat("client_id: metadata ", kWhy))));
+}
+
+TEST_F(ClientLimitsTest, TheClientIdHeaderIsNotReadOverTcp) {
+  Start();
+  auto stub = v1::Verifier::NewStub(grpc::CreateChannel(server_->local_address(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.AddMetadata("specverify-client-id", "bad id");
+  v1::VerifyResponse response;
+  const grpc::Status status = stub->Verify(&context, Request(0), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(Check(0, response), IsOk());
 }
 
 TEST_F(ClientLimitsTest, ServerInfoReportsThePerClientLimits) {
