@@ -882,6 +882,31 @@ TEST_F(RejectionCudaTest, DraftsLongerThanAWarpMatch) {
   }
 }
 
+// More rows than a grid's y or z dimension holds (65,535), in the row
+// pass's draft-first order of a filtered batch too: every sequence's
+// outcome is the reference's, the last rows' included (a grid that kept
+// rows in y, as one variant of the one-chunk pass did, would need them
+// split; bench/sampling/results/2026-11-29-one-chunk-grid).
+TEST_F(RejectionCudaTest, RowPassCoversMoreRowsThanOneGridDimension) {
+  uint64_t seed = 9700;
+  for (bool filtered : {false, true}) {
+    // 4,096 sequences of gamma 8 to 16 with draft rows: 73,728 to 135,168 rows.
+    SamplingWorkloadOptions o = MixedWorkload(SampleValueKind::kLogits, SampleDtype::kFloat32, true, 4096, 40, 16,
+                                              ++seed);
+    o.gamma_min = 8;
+    if (filtered) {
+      o.top_k = 5;
+      o.top_p = 0.9f;
+    }
+    auto w = GenerateSamplingWorkload(o);
+    ASSERT_TRUE(w.ok());
+    const RejectionBatchInput in = w->input();
+    ASSERT_GT(int64_t{in.total_draft_tokens} * 2 + in.num_sequences, 65535);
+    DeviceRunner runner;
+    ExpectSameOutputs(runner.Run(in), RunCpu(in), filtered ? "top-k / top-p" : "unfiltered");
+  }
+}
+
 // The 16-bit row pass takes each thread's maximum and minimum on packed
 // pairs (max.NaN / min.NaN on bf16x2 or f16x2): +inf (the maximum), -inf
 // (the minimum) and NaN (both) in whole chunks that no decision reads, in
