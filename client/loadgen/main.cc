@@ -34,7 +34,8 @@ ABSL_FLAG(std::string, rate, "",
           "Open loop: comma-separated requests/s per step (overrides --concurrency)");
 ABSL_FLAG(std::string, arrival, "constant", "Open loop arrivals: constant or poisson");
 ABSL_FLAG(std::string, rpc, "unary", "unary (Verify) or stream (VerifyStream, one per channel)");
-ABSL_FLAG(int32_t, channels, 1, "gRPC channels, each its own connection");
+ABSL_FLAG(int32_t, channels, 1,
+          "gRPC channels, each its own connection (and client id on a unix socket)");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(10),
           "How long to wait for the servers to accept connections");
 ABSL_FLAG(absl::Duration, wait_for_serving, absl::ZeroDuration(),
