@@ -24,8 +24,13 @@
 //                        [--only probabilities|logits|logprobs,B,GAMMA,V] [--blocks-per-sm N]
 //                        [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P]
 //                        [--row-chunks N] [--shape peaked|flat|disjoint|identical|mixed] [--graph]
+//                        [--caller-top-k K]
 // --shape sets the rows' distributions (default peaked, draft noise 1);
 // mixed gives sequence i shape i % 4, the load generator's served workload.
+// --caller-top-k K stores probability and log-probability rows filtered to
+// their K most likely tokens, renormalized (an engine that applies top-k
+// before sending rows; the kind is reported as e.g. "probabilities_top50");
+// logits rows are unchanged.
 // --dtype stores the rows in that type (default fp32); the kind is then
 // reported as e.g. "logits_bf16" and the read floor reads the same bytes.
 // The top-k 50 + top-p 0.9 row runs in the full sweep and with --only at
@@ -136,6 +141,8 @@ struct Options {
   // Disjoint rows put half of each row at probability 0 (log-probabilities
   // about -1e4): the race's blocks over that half never find an entrant.
   DistributionShape shape = DistributionShape::kPeaked;
+  // --caller-top-k K: (log-)probability rows filtered to their top K (0: not).
+  int32_t caller_top_k = 0;
   // --graph: also time the host-merged launches replayed from a CUDA graph
   // captured once per input copy (what a server that keeps graphs would run).
   bool graph = false;
@@ -338,7 +345,9 @@ int Main(const Options& opt) {
                                        : log_probs                             ? "logprobs"
                                                                                : "logits";
     if (!opt.only_kind.empty() && opt.only_kind != base_kind_name) continue;
-    const std::string kind_name = base_kind_name + opt.dtype_suffix;
+    const bool caller_filtered = opt.caller_top_k > 0 && kind != SampleValueKind::kLogits;
+    const std::string kind_name =
+        base_kind_name + opt.dtype_suffix + (caller_filtered ? "_top" + std::to_string(opt.caller_top_k) : "");
     for (int32_t vocab : vocabs) {
       for (int32_t gamma : gammas) {
         SamplingWorkloadOptions o;
@@ -348,6 +357,7 @@ int Main(const Options& opt) {
         o.kind = kind;
         o.dtype = opt.dtype;
         o.shape = opt.shape;
+        if (caller_filtered) o.caller_top_k = opt.caller_top_k;
         o.draft_noise = 1.0f;
         o.seed = 2026 + vocab + gamma;
         auto w = GenerateSamplingWorkload(o);
@@ -678,6 +688,12 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "--filter-slices N: 1 to 8\n");
         return 2;
       }
+    } else if (a == "--caller-top-k" && i + 1 < argc) {
+      opt.caller_top_k = std::atoi(argv[++i]);
+      if (opt.caller_top_k < 1) {
+        std::fprintf(stderr, "--caller-top-k K: K >= 1\n");
+        return 2;
+      }
     } else if (a == "--shape" && i + 1 < argc) {
       const std::string shape = argv[++i];
       if (shape == "peaked") {
@@ -705,7 +721,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr,
                    "usage: %s [--csv out.csv] [--runs N>=200] [--quick] [--only KIND,B,GAMMA,V] "
                    "[--blocks-per-sm N] [--dtype fp32|bf16|fp16] [--filter-slices N] [--top-k K] [--top-p P] "
-                   "[--row-chunks N] [--shape peaked|flat|disjoint|identical|mixed] [--graph]\n",
+                   "[--row-chunks N] [--shape peaked|flat|disjoint|identical|mixed] [--graph] "
+                   "[--caller-top-k K]\n",
                    argv[0]);
       return 2;
     }

@@ -1,6 +1,9 @@
 #include "kernels/workload/sampling_workload.h"
 
+#include <algorithm>
 #include <cstring>
+#include <functional>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/sampling/det_math.h"
@@ -19,6 +22,17 @@ constexpr float kOffSupportLogit = -1e4f;
 float NextNormal(SplitMix64& rng) {
   const double s = rng.NextDouble() + rng.NextDouble() + rng.NextDouble() + rng.NextDouble();
   return static_cast<float>((s - 2.0) * 1.7320508075688772);  // variance 4/12 -> 1
+}
+
+// Logits below the k-th largest to -inf (k < z.size()): the distribution
+// restricted to its top k, ties at the cut included.
+void KeepTopK(std::vector<float>& z, int32_t k, std::vector<float>& scratch) {
+  scratch = z;
+  std::nth_element(scratch.begin(), scratch.begin() + (k - 1), scratch.end(), std::greater<float>());
+  const float cut = scratch[k - 1];
+  for (float& v : z) {
+    if (v < cut) v = rejection::NegativeInfinity();
+  }
 }
 
 DistributionShape ShapeOf(const SamplingWorkloadOptions& o, int32_t i) {
@@ -118,6 +132,11 @@ absl::StatusOr<SamplingWorkload> GenerateSamplingWorkload(const SamplingWorkload
   }
   if (o.sequences_per_request < 1) return absl::InvalidArgumentError("sequences_per_request must be >= 1");
   if (o.draft_noise < 0.0f) return absl::InvalidArgumentError("draft_noise must be >= 0");
+  if (o.caller_top_k < 0 || (o.caller_top_k > 0 && o.kind == SampleValueKind::kLogits)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "caller_top_k is ", o.caller_top_k,
+        "; must be >= 0, and 0 for logits (the server applies top_k to logits)"));
+  }
 
   SamplingWorkload w;
   w.options = o;
@@ -127,7 +146,8 @@ absl::StatusOr<SamplingWorkload> GenerateSamplingWorkload(const SamplingWorkload
   // (Log-)probabilities are stored after temperature; T == 0 there means T == 1.
   const float t = o.temperature > 0.0f ? o.temperature : 1.0f;
   w.draft_offsets.push_back(0);
-  std::vector<float> zp(v), zq(v), stored(v);
+  std::vector<float> zp(v), zq(v), stored(v), scratch;
+  const bool filter_rows = o.caller_top_k > 0 && o.caller_top_k < v;
   for (int32_t i = 0; i < o.num_sequences; ++i) {
     SplitMix64 rng(DeriveSeed(o.seed, static_cast<uint64_t>(i)));
     const int32_t gamma = o.gamma_min + static_cast<int32_t>(rng.NextBelow(o.gamma_max - o.gamma_min + 1));
@@ -156,6 +176,10 @@ absl::StatusOr<SamplingWorkload> GenerateSamplingWorkload(const SamplingWorkload
       }
       if (shape == DistributionShape::kDisjoint) {
         for (int32_t x = 0; x < v; ++x) (x < v / 2 ? zq : zp)[x] = kOffSupportLogit;
+      }
+      if (filter_rows) {
+        KeepTopK(zp, o.caller_top_k, scratch);
+        KeepTopK(zq, o.caller_top_k, scratch);
       }
       // Target row.
       if (logits) {

@@ -43,6 +43,12 @@ struct SamplingWorkloadOptions {
   float temperature = 1.0f;
   int32_t top_k = 0;
   float top_p = 1.0f;
+  // (Log-)probability rows only: every target and draft distribution keeps
+  // its caller_top_k most likely tokens (ties at the cut kept too),
+  // renormalized, the rest at probability 0 (log-probability -inf): what an
+  // engine that applies top-k before sending the rows sends. The draft
+  // tokens are drawn from the filtered q. 0: every token kept.
+  int32_t caller_top_k = 0;
   // Sequences are grouped into requests of this many; a request's seed is
   // derived from `seed` and its number, sequence_index counts within it.
   int32_t sequences_per_request = 1;

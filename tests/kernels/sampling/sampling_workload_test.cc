@@ -146,6 +146,48 @@ TEST(SamplingWorkloadTest, LogProbabilityRowsAreLogsOfTheProbabilityRows) {
   EXPECT_GT(zeros, 0);
 }
 
+// caller_top_k: every stored row keeps its distribution's k most likely
+// tokens, renormalized (probability 0, log-probability -inf elsewhere), the
+// draft tokens come from the filtered q, and the batch still validates.
+TEST(SamplingWorkloadTest, CallerFilteredRowsKeepTheirTopKRenormalized) {
+  constexpr int32_t kTopK = 7;
+  for (SampleValueKind kind : {SampleValueKind::kProbabilities, SampleValueKind::kLogProbabilities}) {
+    SamplingWorkloadOptions o = Small();
+    o.kind = kind;
+    o.caller_top_k = kTopK;
+    auto w = GenerateSamplingWorkload(o);
+    ASSERT_THAT(w, IsOk());
+    const bool log_probs = kind == SampleValueKind::kLogProbabilities;
+    const int32_t v = o.vocab_size;
+    const auto check_rows = [&](const std::vector<std::byte>& bytes, const char* which) {
+      const auto* values = reinterpret_cast<const float*>(bytes.data());
+      for (size_t row = 0; row < bytes.size() / 4 / v; ++row) {
+        int32_t kept = 0;
+        double mass = 0.0;
+        for (int32_t x = 0; x < v; ++x) {
+          const float value = values[row * v + x];
+          const double p = log_probs ? std::exp(static_cast<double>(value)) : value;
+          if (p > 0.0) ++kept;
+          mass += p;
+        }
+        // Normal noise: no ties at the cut, so exactly k (a disjoint row's
+        // half off support is below the cut too).
+        EXPECT_EQ(kept, kTopK) << which << " row " << row;
+        EXPECT_NEAR(mass, 1.0, 1e-5) << which << " row " << row;
+      }
+    };
+    check_rows(w->target_values, "target");
+    check_rows(w->draft_values, "draft");
+    const auto* q = reinterpret_cast<const float*>(w->draft_values.data());
+    for (size_t j = 0; j < w->draft_tokens.size(); ++j) {
+      const float value = q[j * v + w->draft_tokens[j]];
+      EXPECT_GT(log_probs ? std::exp(static_cast<double>(value)) : value, 0.0) << "draft token " << j;
+    }
+    RejectionHostOutputs out(o.num_sequences, 0);
+    EXPECT_THAT(ValidateRejectionBatch(RejectionSampleParams{w->input(), out.view()}), IsOk());
+  }
+}
+
 TEST(SamplingWorkloadTest, BadOptionsAreInvalidArgument) {
   SamplingWorkloadOptions o = Small();
   o.gamma_min = 0;
@@ -157,6 +199,11 @@ TEST(SamplingWorkloadTest, BadOptionsAreInvalidArgument) {
   o = Small();
   o.top_p = 0.0f;
   EXPECT_THAT(GenerateSamplingWorkload(o).status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("top_p")));
+  o = Small();
+  o.kind = SampleValueKind::kLogits;
+  o.caller_top_k = 5;
+  EXPECT_THAT(GenerateSamplingWorkload(o).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("caller_top_k is 5; must be >= 0, and 0 for logits")));
 }
 
 }  // namespace
