@@ -18,10 +18,12 @@ _names = itertools.count()
 
 def check_client_id(client_id):
     """Raises ValueError unless ``client_id`` is 1-128 characters of
-    [A-Za-z0-9._:-] (the message names the header, as the server's does)."""
-    if not isinstance(client_id, str) or not 1 <= len(client_id) <= MAX_BYTES:
-        length = len(client_id) if isinstance(client_id, str) else "no"
-        raise ValueError(f"client_id: metadata {METADATA_KEY} has {length} characters; {_RULE}")
+    [A-Za-z0-9._:-] (the message names the header, as the server's does),
+    TypeError unless it is a str."""
+    if not isinstance(client_id, str):
+        raise TypeError(f"client_id must be a str, got {type(client_id).__name__}")
+    if not 1 <= len(client_id) <= MAX_BYTES:
+        raise ValueError(f"client_id: metadata {METADATA_KEY} has {len(client_id)} characters; {_RULE}")
     bad = _OUTSIDE.search(client_id)
     if bad:
         raise ValueError(f"client_id: metadata {METADATA_KEY} has character code "

@@ -79,6 +79,8 @@ class ClientIdTest(unittest.TestCase):
             specverify.Verifier(self.server.address, client_id="bad id")
         with self.assertRaisesRegex(ValueError, "has 129 characters"):
             specverify.Verifier(self.server.address, client_id="a" * 129)
+        with self.assertRaisesRegex(TypeError, "client_id must be a str, got int"):
+            specverify.Verifier(self.server.address, client_id=7)
 
 
 if __name__ == "__main__":
