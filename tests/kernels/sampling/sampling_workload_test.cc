@@ -203,7 +203,8 @@ TEST(SamplingWorkloadTest, BadOptionsAreInvalidArgument) {
   o.kind = SampleValueKind::kLogits;
   o.caller_top_k = 5;
   EXPECT_THAT(GenerateSamplingWorkload(o).status(),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("caller_top_k is 5; must be >= 0, and 0 for logits")));
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("caller_top_k is 5; must be >= 0, and 0 for logits")));
 }
 
 }  // namespace
