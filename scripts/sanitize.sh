@@ -9,8 +9,7 @@
 #   FUZZ_SECONDS=1800 scripts/sanitize.sh -R fuzz_verify_request   # a long fuzz run
 #
 # Extra arguments go to ctest. Environment: BUILD_DIR (default
-# build-sanitize), JOBS, FUZZ_SECONDS; SANITIZE_BUILD_ONLY=1 stops after the
-# build (scripts/test.sh builds while the soak runs, then tests).
+# build-sanitize), JOBS, FUZZ_SECONDS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-sanitize}
@@ -23,7 +22,6 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DSPECVERIFY_BUILD_BENCHMARKS=OFF -DSPECVERIFY_SANITIZE=ON -DSPECVERIFY_FUZZ=ON \
     -DSPECVERIFY_FUZZ_SECONDS="${FUZZ_SECONDS:-60}" > /dev/null
 cmake --build "$BUILD_DIR" -j "$JOBS"
-[ "${SANITIZE_BUILD_ONLY:-0}" = 1 ] && exit 0
 # halt_on_error: a report fails the test. detect_leaks: the servers' and
 # gRPC's process-lifetime singletons are not leaks worth a red build; the
 # fuzz target keeps leak detection (libFuzzer reports per input).
