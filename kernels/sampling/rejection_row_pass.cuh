@@ -400,9 +400,10 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   __shared__ MaxArg max_shared[kWarps];
   __shared__ float inv_t_shared;
   const RejectionBatchInput& in = a.in;
-  // A plain division here: SplitRowBlock measured 0.4-1.1 us slower in this
+  // A plain division here: SplitRowBlock measured 0.4-1.2 us slower in this
   // kernel at bf16 B=8 and B=32 (run 1 of
-  // bench/sampling/results/2026-11-29-pass-overhead).
+  // bench/sampling/results/2026-11-29-pass-overhead), and a (chunk, row)
+  // grid without any division lost too (2026-11-29-one-chunk-grid).
   const int64_t order = blockIdx.x / a.num_chunks;
   const int32_t c = blockIdx.x % a.num_chunks;
   const int64_t slot = !a.targets_last             ? order

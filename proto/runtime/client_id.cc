@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -19,17 +20,17 @@ bool IsClientIdChar(char c) {
 }  // namespace
 
 absl::Status ValidateClientId(absl::string_view id) {
-  constexpr absl::string_view kRule = "must be 1-128 characters of [A-Za-z0-9._:-]";
+  const std::string rule = absl::StrCat("must be 1-", kMaxClientIdBytes, " characters of [A-Za-z0-9._:-]");
   if (id.empty() || id.size() > static_cast<size_t>(kMaxClientIdBytes)) {
     return absl::InvalidArgumentError(absl::StrCat("metadata ", kClientIdMetadataKey, " has ",
-                                                   id.size(), " characters; ", kRule));
+                                                   id.size(), " characters; ", rule));
   }
   for (size_t i = 0; i < id.size(); ++i) {
     if (!IsClientIdChar(id[i])) {
       return absl::InvalidArgumentError(absl::StrCat("metadata ", kClientIdMetadataKey,
                                                      " has character code ",
                                                      static_cast<int>(static_cast<unsigned char>(id[i])),
-                                                     " at offset ", i, "; ", kRule));
+                                                     " at offset ", i, "; ", rule));
     }
   }
   return absl::OkStatus();
