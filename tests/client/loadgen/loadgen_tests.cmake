@@ -5,19 +5,24 @@ if(NOT TARGET specverify_loadgen_core)
 endif()
 set(SPECVERIFY_LOADGEN_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
-# Pure units: histogram, schedules, flags, request pools, report, exit codes,
-# /metrics parsing.
+# Pure units: schedules, flags, request pools, report, exit codes, /metrics
+# parsing.
 specverify_test(loadgen_unit_test
   SOURCES
     ${SPECVERIFY_LOADGEN_TEST_DIR}/config_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/exit_code_test.cc
-    ${SPECVERIFY_LOADGEN_TEST_DIR}/histogram_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/load_workload_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/metrics_scrape_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/report_test.cc
     ${SPECVERIFY_LOADGEN_TEST_DIR}/schedule_test.cc
   LIBS specverify_loadgen_core
   LABELS loadgen)
+# The latency histogram against exact quantiles of millions of samples.
+specverify_test(loadgen_histogram_test
+  SOURCES ${SPECVERIFY_LOADGEN_TEST_DIR}/histogram_test.cc
+  LIBS specverify_loadgen_core
+  LABELS loadgen
+  COMPUTE_BOUND)
 
 # The whole load generator against an in-process fake Verifier on loopback,
 # including fakes that answer wrongly.

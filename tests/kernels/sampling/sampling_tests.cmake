@@ -2,15 +2,18 @@
 specverify_test(sampling_math_test
   SOURCES sampling/sampling_math_test.cc
   LIBS specverify_sampling_cpu
-  LABELS kernels sampling)
+  LABELS kernels sampling
+  COMPUTE_BOUND)
 specverify_test(fast_divisor_test
   SOURCES sampling/fast_divisor_test.cc
   LIBS specverify_sampling_cpu
-  LABELS kernels sampling)
+  LABELS kernels sampling
+  COMPUTE_BOUND)
 specverify_test(reference_rows_test
   SOURCES sampling/reference_rows_test.cc
   LIBS specverify_sampling_cpu
-  LABELS kernels sampling)
+  LABELS kernels sampling
+  COMPUTE_BOUND)
 specverify_test(rejection_reference_test
   SOURCES sampling/rejection_reference_test.cc
   LIBS specverify_sampling_workload
@@ -26,7 +29,8 @@ specverify_test(sampling_workload_test
 specverify_test(rejection_stats_test
   SOURCES sampling/rejection_stats_test.cc
   LIBS specverify_sampling_workload
-  LABELS kernels sampling)
+  LABELS kernels sampling
+  COMPUTE_BOUND)
 if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_sampling_cuda AND TARGET specverify_cuda_common)
   specverify_test(rejection_cuda_test
     SOURCES sampling/rejection_cuda_test.cc

@@ -6,7 +6,8 @@ specverify_test(tree_reference_test
 specverify_test(tree_stats_test
   SOURCES tree/tree_stats_test.cc
   LIBS specverify_tree_workload specverify_sampling_workload
-  LABELS kernels tree)
+  LABELS kernels tree
+  COMPUTE_BOUND)
 if(SPECVERIFY_HAVE_CUDA AND TARGET specverify_tree_cuda)
   specverify_test(tree_cuda_test
     SOURCES tree/tree_cuda_test.cc
