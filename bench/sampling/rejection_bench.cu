@@ -7,10 +7,10 @@
 // tokens in one run; side by side with two floors measured in the same
 // run: the bytes the algorithm must read (a streaming-read kernel over exactly
 // those rows, same rotation, the faster of two block layouts) and an empty
-// kernel launch. Every shape is timed twice: with the merge on the device
-// (cuda_rejection) and with the race winners left in slots for the host to
-// fold, as the server runs it (cuda_rejection_host_merge); the two must give
-// the same tokens. Extra rows: the full-row validation option, and
+// kernel launch. Every shape is timed twice, in turns (TimeInTurns): with the
+// merge on the device (cuda_rejection) and with the race winners left in
+// slots for the host to fold, as the server runs it
+// (cuda_rejection_host_merge); the two must give the same tokens. Extra rows: the full-row validation option, and
 // top-k/top-p on logits.
 //
 // Timing: device time per batch with CUDA events. A spin kernel holds the
@@ -152,28 +152,7 @@ struct Stats {
   double median_us = 0, p95_us = 0, mean_us = 0;
 };
 
-Stats TimeIt(const std::function<void(int)>& run, int copies, int runs, cudaStream_t stream) {
-  for (int i = 0; i < kWarmup; ++i) run(i % copies);
-  std::vector<cudaEvent_t> events(kChunk + 1);
-  for (cudaEvent_t& e : events) BENCH_CUDA(cudaEventCreate(&e));
-  std::vector<float> ms;
-  int iteration = 0;
-  while (static_cast<int>(ms.size()) < runs) {
-    SpinKernel<<<1, 1, 0, stream>>>(kSpinCycles);
-    BENCH_CUDA(cudaGetLastError());
-    BENCH_CUDA(cudaEventRecord(events[0], stream));
-    for (int i = 0; i < kChunk; ++i) {
-      run(iteration++ % copies);
-      BENCH_CUDA(cudaEventRecord(events[i + 1], stream));
-    }
-    BENCH_CUDA(cudaStreamSynchronize(stream));
-    for (int i = 0; i < kChunk; ++i) {
-      float t = 0;
-      BENCH_CUDA(cudaEventElapsedTime(&t, events[i], events[i + 1]));
-      ms.push_back(t);
-    }
-  }
-  for (cudaEvent_t e : events) cudaEventDestroy(e);
+Stats StatsOf(std::vector<float> ms) {
   std::sort(ms.begin(), ms.end());
   Stats s;
   s.median_us = 1000.0 * ms[ms.size() / 2];
@@ -182,6 +161,47 @@ Stats TimeIt(const std::function<void(int)>& run, int copies, int runs, cudaStre
   for (float v : ms) sum += v;
   s.mean_us = 1000.0 * sum / ms.size();
   return s;
+}
+
+// Several launch sequences timed in turns, a chunk of kChunk batches each, so
+// that every one sees the same stretch of the device's clocks and power
+// state: timed one after the other, the second of two identical fp32 logits
+// B=128 launches (~415 us each) came out 6-15 us slower on the H200
+// (bench/sampling/results/2026-11-29-merge-order).
+std::vector<Stats> TimeInTurns(const std::vector<std::function<void(int)>>& runs_of, int copies, int runs,
+                               cudaStream_t stream) {
+  for (const auto& run : runs_of) {
+    for (int i = 0; i < kWarmup; ++i) run(i % copies);
+  }
+  std::vector<cudaEvent_t> events(kChunk + 1);
+  for (cudaEvent_t& e : events) BENCH_CUDA(cudaEventCreate(&e));
+  std::vector<std::vector<float>> ms(runs_of.size());
+  std::vector<int> iteration(runs_of.size(), 0);
+  while (static_cast<int>(ms.back().size()) < runs) {
+    for (size_t f = 0; f < runs_of.size(); ++f) {
+      SpinKernel<<<1, 1, 0, stream>>>(kSpinCycles);
+      BENCH_CUDA(cudaGetLastError());
+      BENCH_CUDA(cudaEventRecord(events[0], stream));
+      for (int i = 0; i < kChunk; ++i) {
+        runs_of[f](iteration[f]++ % copies);
+        BENCH_CUDA(cudaEventRecord(events[i + 1], stream));
+      }
+      BENCH_CUDA(cudaStreamSynchronize(stream));
+      for (int i = 0; i < kChunk; ++i) {
+        float t = 0;
+        BENCH_CUDA(cudaEventElapsedTime(&t, events[i], events[i + 1]));
+        ms[f].push_back(t);
+      }
+    }
+  }
+  for (cudaEvent_t e : events) cudaEventDestroy(e);
+  std::vector<Stats> stats;
+  for (std::vector<float>& m : ms) stats.push_back(StatsOf(std::move(m)));
+  return stats;
+}
+
+Stats TimeIt(const std::function<void(int)>& run, int copies, int runs, cudaStream_t stream) {
+  return TimeInTurns({run}, copies, runs, stream)[0];
 }
 
 template <typename T>
@@ -418,8 +438,10 @@ int Main(const Options& opt) {
           auto launch_host_merged = [&](int c) {
             BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], host_merged}, scratch, stream));
           };
-          const Stats ours = TimeIt([&](int c) { launch(c, false); }, copies, opt.runs, stream);
-          const Stats ours_host_merged = TimeIt(launch_host_merged, copies, opt.runs, stream);
+          const std::vector<Stats> merges =
+              TimeInTurns({[&](int c) { launch(c, false); }, launch_host_merged}, copies, opt.runs, stream);
+          const Stats ours = merges[0];
+          const Stats ours_host_merged = merges[1];
           Stats ours_graph;
           if (opt.graph) {
             std::vector<cudaGraphExec_t> execs(copies);
@@ -582,18 +604,20 @@ int Main(const Options& opt) {
           const int filtered_copies =
               static_cast<int>(std::clamp<int64_t>((kRotationBytes + filtered_bytes - 1) / filtered_bytes, 1, 64));
           DeviceCopySet set = Upload(h, filtered_copies);
-          const Stats filtered = TimeIt(
-              [&](int c) { BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], out}, scratch, stream)); },
-              filtered_copies, opt.runs, stream);
           RejectionBatchOutput filtered_host_merged = host_merged;
           BENCH_CUDA(
               RejectionRaceSlotsPerSequence(set.inputs[0], scratch, &filtered_host_merged.race_slots_per_sequence));
-          const Stats filtered_host = TimeIt(
-              [&](int c) {
-                BENCH_CUDA(
-                    LaunchRejectionSample(RejectionSampleParams{set.inputs[c], filtered_host_merged}, scratch, stream));
-              },
+          const std::vector<Stats> filtered_merges = TimeInTurns(
+              {[&](int c) {
+                 BENCH_CUDA(LaunchRejectionSample(RejectionSampleParams{set.inputs[c], out}, scratch, stream));
+               },
+               [&](int c) {
+                 BENCH_CUDA(
+                     LaunchRejectionSample(RejectionSampleParams{set.inputs[c], filtered_host_merged}, scratch, stream));
+               }},
               filtered_copies, opt.runs, stream);
+          const Stats filtered = filtered_merges[0];
+          const Stats filtered_host = filtered_merges[1];
           char path[64];
           std::snprintf(path, sizeof(path), "cuda_rejection_topk%d_topp%g", opt.top_k, opt.top_p);
           const int32_t fg = RejectionRaceBlocksPerSequence(fb, vocab, scratch.num_sms, scratch.race_blocks_per_sm);
