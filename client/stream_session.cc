@@ -36,7 +36,7 @@ class StreamCall final
     : public VerifyStreamSession,
       public grpc::ClientBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse> {
  public:
-  StreamCall(v1::Verifier::Stub* stub, StreamCallback on_response, absl::Time deadline,
+  StreamCall(v1::Verifier::Stub* stub, MutableStreamCallback on_response, absl::Time deadline,
              bool wait_for_ready, std::function<void(const absl::Status&)> on_done)
       : stub_(stub), on_response_(std::move(on_response)), on_done_(std::move(on_done)) {
     if (deadline != absl::InfiniteFuture()) {
@@ -174,7 +174,7 @@ class StreamCall final
  private:
   v1::Verifier::Stub* const stub_;
   grpc::ClientContext context_;
-  StreamCallback on_response_;
+  MutableStreamCallback on_response_;
   std::function<void(const absl::Status&)> on_done_;
   v1::VerifyStreamResponse incoming_;
 
@@ -199,9 +199,9 @@ class StreamCall final
 // new call comes.
 class ResendingStreamSession final : public VerifyStreamSession {
  public:
-  ResendingStreamSession(v1::Verifier::Stub* stub, StreamCallback on_response, absl::Time deadline,
-                         int max_reopens)
-      : stub_(stub), on_response_(std::move(on_response)), deadline_(deadline),
+  ResendingStreamSession(v1::Verifier::Stub* stub, MutableStreamCallback on_response, absl::Time deadline,
+                         int max_reopens, StreamEndCallback on_end)
+      : stub_(stub), on_response_(std::move(on_response)), on_end_(std::move(on_end)), deadline_(deadline),
         max_reopens_(max_reopens) {
     StreamCall* call;
     {
@@ -289,14 +289,14 @@ class ResendingStreamSession final : public VerifyStreamSession {
   StreamCall* AddCallLocked(bool wait_for_ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     ++callbacks_;  // the call's OnDone
     calls_.push_back(std::make_unique<StreamCall>(
-        stub_, [this](const v1::VerifyStreamResponse& r) { OnResponse(r); }, deadline_,
+        stub_, [this](v1::VerifyStreamResponse& r) { OnResponse(r); }, deadline_,
         wait_for_ready, [this](const absl::Status& s) { OnCallDone(s); }));
     return calls_.back().get();
   }
 
   bool Quiet() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return done_ && callbacks_ == 0; }
 
-  void OnResponse(const v1::VerifyStreamResponse& response) {
+  void OnResponse(v1::VerifyStreamResponse& response) {
     {
       absl::MutexLock lock(&mu_);
       const auto it = by_id_.find(response.request_id());
@@ -317,6 +317,7 @@ class ResendingStreamSession final : public VerifyStreamSession {
   // the destructor never frees what it still uses.
   void OnCallDone(const absl::Status& status) {
     std::vector<v1::VerifyStreamResponse> refused;
+    bool ended = false;
     {
       absl::MutexLock lock(&mu_);
       const absl::Duration backoff =
@@ -337,9 +338,10 @@ class ResendingStreamSession final : public VerifyStreamSession {
                             [this](bool ok) { Reopen(ok); });
       } else {
         refused = EndLocked(status);
+        ended = true;
       }
     }
-    Deliver(refused);
+    if (ended) DeliverAndEnd(refused, status);
     absl::MutexLock lock(&mu_);
     --callbacks_;
   }
@@ -355,10 +357,12 @@ class ResendingStreamSession final : public VerifyStreamSession {
     {
       std::vector<v1::VerifyStreamResponse> refused;
       StreamCall* started = nullptr;
+      absl::Status end_status;
       {
         absl::MutexLock lock(&mu_);
         if (!ok || cancelled_) {
           reopening_ = false;
+          end_status = last_status_;
           refused = EndLocked(last_status_);
         } else {
           started = AddCallLocked(/*wait_for_ready=*/true);
@@ -366,7 +370,7 @@ class ResendingStreamSession final : public VerifyStreamSession {
         }
       }
       if (started == nullptr) {
-        Deliver(refused);
+        DeliverAndEnd(refused, end_status);
         return;
       }
       started->Start();
@@ -409,12 +413,15 @@ class ResendingStreamSession final : public VerifyStreamSession {
     return refused;
   }
 
-  void Deliver(const std::vector<v1::VerifyStreamResponse>& refused) {
-    for (const v1::VerifyStreamResponse& response : refused) on_response_(response);
+  // The refusals held back, then the session's end.
+  void DeliverAndEnd(std::vector<v1::VerifyStreamResponse>& refused, const absl::Status& status) {
+    for (v1::VerifyStreamResponse& response : refused) on_response_(response);
+    if (on_end_) on_end_(status);
   }
 
   v1::Verifier::Stub* const stub_;
-  const StreamCallback on_response_;
+  const MutableStreamCallback on_response_;
+  const StreamEndCallback on_end_;
   const absl::Time deadline_;
   const int max_reopens_;
 
@@ -440,20 +447,22 @@ class ResendingStreamSession final : public VerifyStreamSession {
 }  // namespace
 
 std::unique_ptr<VerifyStreamSession> OpenStreamCall(v1::Verifier::Stub* stub,
-                                                    StreamCallback on_response,
-                                                    absl::Time deadline) {
+                                                    MutableStreamCallback on_response,
+                                                    absl::Time deadline,
+                                                    StreamEndCallback on_end) {
   auto call = std::make_unique<StreamCall>(stub, std::move(on_response), deadline,
-                                           /*wait_for_ready=*/false, nullptr);
+                                           /*wait_for_ready=*/false, std::move(on_end));
   call->Start();
   return call;
 }
 
 std::unique_ptr<VerifyStreamSession> OpenResendingStream(v1::Verifier::Stub* stub,
-                                                         StreamCallback on_response,
+                                                         MutableStreamCallback on_response,
                                                          absl::Time deadline,
-                                                         int resend_unanswered) {
+                                                         int resend_unanswered,
+                                                         StreamEndCallback on_end) {
   return std::make_unique<ResendingStreamSession>(stub, std::move(on_response), deadline,
-                                                  resend_unanswered);
+                                                  resend_unanswered, std::move(on_end));
 }
 
 }  // namespace specverify::client::internal

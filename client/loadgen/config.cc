@@ -202,6 +202,12 @@ absl::Status ValidateConfig(const LoadgenConfig& c) {
     return FlagError("channels", absl::StrCat("must be in [1, 1024], got ", c.channels));
   }
   if (c.requests < 0) return FlagError("requests", "must be >= 0");
+  if (c.resend_unanswered < 0 || c.resend_unanswered > 1000) {
+    return FlagError("resend_unanswered", absl::StrCat("must be in [0, 1000], got ", c.resend_unanswered));
+  }
+  if (c.resend_unanswered > 0 && c.rpc != RpcKind::kStream) {
+    return FlagError("resend_unanswered", "needs --rpc=stream (unary calls are not resent)");
+  }
   if (!(c.connect_timeout_s > 0)) return FlagError("connect_timeout", "must be > 0");
   if (!(c.wait_for_serving_s >= 0)) return FlagError("wait_for_serving", "must be >= 0");
   if (c.requests == 0 && !(c.duration_s > 0)) {

@@ -94,6 +94,12 @@ struct LoadgenConfig {
   std::vector<double> rates;                      // open-loop sweep, requests/s
   ArrivalProcess arrival = ArrivalProcess::kConstant;
   RpcKind rpc = RpcKind::kUnary;
+  // Stream RPCs: a VerifyStream call that ends UNAVAILABLE (a draining or
+  // restarting server) is replaced by one that waits for the server, and
+  // what it left unanswered is sent again; at most this many new calls in a
+  // row without an answer. 0: the stream's end fails what it left
+  // unanswered and stops those slots.
+  int32_t resend_unanswered = 0;
   int32_t channels = 1;         // separate gRPC channels (TCP connections)
   double connect_timeout_s = 10.0;  // to reach the server before the first step
   // > 0: before the first step, poll grpc.health.v1 Check on every server

@@ -197,6 +197,7 @@ absl::StatusOr<RunReport> RunLoadgen(const LoadgenConfig& config) {
   options.deadline_ms = config.transport.deadline_ms;
   options.fetch_kv_fraction = config.workload.fetch_kv_fraction;
   options.release_kv = config.workload.release_kv;
+  options.resend_unanswered = config.resend_unanswered;
   options.seed = config.workload.seed;
   options.progress = config.progress;
 

@@ -34,6 +34,10 @@ ABSL_FLAG(std::string, rate, "",
           "Open loop: comma-separated requests/s per step (overrides --concurrency)");
 ABSL_FLAG(std::string, arrival, "constant", "Open loop arrivals: constant or poisson");
 ABSL_FLAG(std::string, rpc, "unary", "unary (Verify) or stream (VerifyStream, one per channel)");
+ABSL_FLAG(int32_t, resend_unanswered, 0,
+          "--rpc=stream: reopen a stream that a draining or restarting server ends and send again what it "
+          "left unanswered, at most this many times in a row without an answer (0: the stream's end fails "
+          "those requests and stops their slots)");
 ABSL_FLAG(int32_t, channels, 1,
           "gRPC channels, each its own connection (and client id on a unix socket)");
 ABSL_FLAG(absl::Duration, connect_timeout, absl::Seconds(10),
@@ -181,6 +185,7 @@ int main(int argc, char** argv) {
   auto rpc = lg::ParseRpcKind(absl::GetFlag(FLAGS_rpc));
   if (!rpc.ok()) return Fail(rpc.status());
   config.rpc = *rpc;
+  config.resend_unanswered = absl::GetFlag(FLAGS_resend_unanswered);
   config.channels = absl::GetFlag(FLAGS_channels);
   config.connect_timeout_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_connect_timeout));
   config.wait_for_serving_s = absl::ToDoubleSeconds(absl::GetFlag(FLAGS_wait_for_serving));

@@ -9,7 +9,6 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "client/loadgen/schedule.h"
+#include "client/stream_session.h"
 #include "grpcpp/grpcpp.h"
 #include "kernels/workload/random.h"
 
@@ -67,102 +67,33 @@ struct Call {
   v1::VerifyResponse response;
 };
 
-// Signals the end of a reactor that deletes itself.
-struct Latch {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  void Notify() {
-    std::lock_guard<std::mutex> lock(mu);
-    done = true;
-    cv.notify_all();
-  }
-  void Wait() {
-    std::unique_lock<std::mutex> lock(mu);
-    cv.wait(lock, [this] { return done; });
-  }
-};
-
-// Every request of one channel over a single VerifyStream call. Writes go out
-// one at a time (the reactor allows one write in flight); answers are matched
-// to their calls by request_id. A hold keeps the reactor alive until Close(),
-// after which it deletes itself in OnDone.
-class StreamConnection final
-    : public grpc::ClientBidiReactor<v1::VerifyRequest, v1::VerifyStreamResponse> {
+// Every request of one channel over the client library's VerifyStream
+// session: one call, or with `resend_unanswered` = N > 0 one that rides
+// through a drain or restart of its server (client/stream_session.h: a new
+// call that waits for the server, everything unanswered sent again, at most
+// N in a row without an answer). Answers are matched to their calls by
+// request_id and taken out of the session's message, not copied. When the
+// session ends, whatever it left unanswered fails and stops its slot.
+class StreamConnection {
  public:
-  StreamConnection(StepRun* run, v1::Verifier::Stub* stub, std::shared_ptr<Latch> latch)
-      : run_(run), latch_(std::move(latch)) {
-    stub->async()->VerifyStream(&context_, this);
-    AddHold();
-    StartRead(&incoming_);
-    StartCall();
-  }
+  StreamConnection(StepRun* run, v1::Verifier::Stub* stub, int resend_unanswered);
 
   // Takes `call` and sends `request` for it. False when the stream has ended
   // (the call was not taken).
-  bool Send(Call* call, std::unique_ptr<v1::VerifyRequest> request) {
-    v1::VerifyRequest* to_write = nullptr;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (ended_ || closing_) return false;
-      pending_[request->request_id()] = call;
-      writes_.push_back(std::move(request));
-      if (!writing_) {
-        writing_ = true;
-        to_write = writes_.front().get();
-      }
-    }
-    if (to_write != nullptr) StartWrite(to_write);
-    return true;
-  }
-
-  // Half-closes once queued writes are out and releases the hold; the
-  // reactor finishes (and deletes itself) when the server ends the stream.
-  void Close() {
-    bool writes_done_now = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      closing_ = true;
-      if (!writing_ && !ended_) writes_done_now = true;
-    }
-    if (writes_done_now) StartWritesDone();
-    RemoveHold();
-  }
-
-  void Cancel() { context_.TryCancel(); }
-
-  void OnWriteDone(bool ok) override {
-    v1::VerifyRequest* next = nullptr;
-    bool writes_done_now = false;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      writes_.pop_front();
-      if (!ok) ended_ = true;  // the stream is broken; OnDone fails what is pending
-      if (ok && !writes_.empty()) {
-        next = writes_.front().get();
-      } else {
-        writing_ = false;
-        if (ok && closing_) writes_done_now = true;
-      }
-    }
-    if (next != nullptr) StartWrite(next);
-    if (writes_done_now) StartWritesDone();
-  }
-
-  void OnReadDone(bool ok) override;
-  void OnDone(const grpc::Status& status) override;
+  bool Send(Call* call, v1::VerifyRequest request);
+  // Half-closes and waits for the server to end the stream.
+  void Close() { (void)session_->Finish(); }
+  void Cancel() { session_->Cancel(); }
 
  private:
-  StepRun* run_;
-  std::shared_ptr<Latch> latch_;
-  grpc::ClientContext context_;
-  v1::VerifyStreamResponse incoming_;
+  void OnResponse(v1::VerifyStreamResponse& incoming);
+  void OnEnd(const absl::Status& status);
+
+  StepRun* const run_;
   std::mutex mu_;
-  std::unordered_map<std::string, Call*> pending_;        // guarded by mu_
-  std::deque<std::unique_ptr<v1::VerifyRequest>> writes_;  // guarded by mu_
-  bool writing_ = false;                                    // guarded by mu_
-  bool closing_ = false;                                    // guarded by mu_
-  bool ended_ = false;                                      // guarded by mu_
+  std::unordered_map<std::string, Call*> pending_;  // guarded by mu_
+  bool ended_ = false;                              // guarded by mu_
+  std::unique_ptr<client::VerifyStreamSession> session_;
 };
 
 // Reads back the rows behind a KV handle (and releases it).
@@ -253,8 +184,7 @@ class StepRun : public std::enable_shared_from_this<StepRun> {
   const StepSpec spec_;
   const StepOptions options_;
   std::vector<Shard> shards_;
-  std::vector<StreamConnection*> streams_;  // one per channel (stream RPCs)
-  std::vector<std::shared_ptr<Latch>> stream_latches_;
+  std::vector<std::unique_ptr<StreamConnection>> streams_;  // one per channel (stream RPCs)
 
   TimePoint start_;
   TimePoint measure_start_;
@@ -279,9 +209,31 @@ class StepRun : public std::enable_shared_from_this<StepRun> {
   bool streams_cancelled_ = false;
 };
 
-void StreamConnection::OnReadDone(bool ok) {
-  if (!ok) return;  // the stream is ending; OnDone follows
-  const std::string& id = incoming_.request_id();
+StreamConnection::StreamConnection(StepRun* run, v1::Verifier::Stub* stub, int resend_unanswered)
+    : run_(run) {
+  auto on_response = [this](v1::VerifyStreamResponse& r) { OnResponse(r); };
+  auto on_end = [this](const absl::Status& status) { OnEnd(status); };
+  session_ = resend_unanswered > 0
+                 ? client::internal::OpenResendingStream(stub, std::move(on_response), absl::InfiniteFuture(),
+                                                         resend_unanswered, std::move(on_end))
+                 : client::internal::OpenStreamCall(stub, std::move(on_response), absl::InfiniteFuture(),
+                                                    std::move(on_end));
+}
+
+bool StreamConnection::Send(Call* call, v1::VerifyRequest request) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (ended_) return false;
+    pending_[request.request_id()] = call;
+  }
+  // An error means the session has ended (or is ending): OnEnd fails the call
+  // unless an answer came first.
+  (void)session_->Send(std::move(request));
+  return true;
+}
+
+void StreamConnection::OnResponse(v1::VerifyStreamResponse& incoming) {
+  const std::string& id = incoming.request_id();
   Call* call = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -293,18 +245,15 @@ void StreamConnection::OnReadDone(bool ok) {
   }
   if (call == nullptr) {
     run_->OnUnmatchedStreamAnswer(id);
-  } else if (incoming_.has_error()) {
-    run_->OnVerifyDone(call, static_cast<grpc::StatusCode>(incoming_.error().code()),
-                       incoming_.error().message());
+  } else if (incoming.has_error()) {
+    run_->OnVerifyDone(call, static_cast<grpc::StatusCode>(incoming.error().code()), incoming.error().message());
   } else {
-    call->response.Swap(incoming_.mutable_response());
+    call->response.Swap(incoming.mutable_response());
     run_->OnVerifyDone(call, grpc::StatusCode::OK, "");
   }
-  incoming_.Clear();
-  StartRead(&incoming_);
 }
 
-void StreamConnection::OnDone(const grpc::Status& status) {
+void StreamConnection::OnEnd(const absl::Status& status) {
   std::unordered_map<std::string, Call*> unanswered;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -312,17 +261,14 @@ void StreamConnection::OnDone(const grpc::Status& status) {
     unanswered.swap(pending_);
   }
   const grpc::StatusCode code =
-      status.ok() ? grpc::StatusCode::UNAVAILABLE : status.error_code();
+      status.ok() ? grpc::StatusCode::UNAVAILABLE : static_cast<grpc::StatusCode>(status.code());
   const std::string message =
       status.ok() ? std::string("VerifyStream ended before this request was answered")
-                  : absl::StrCat("VerifyStream failed: ", status.error_message());
+                  : absl::StrCat("VerifyStream failed: ", status.message());
   for (auto& [id, call] : unanswered) {
     call->stop_slot = true;
     run_->OnVerifyDone(call, code, message);
   }
-  std::shared_ptr<Latch> latch = latch_;
-  delete this;
-  latch->Notify();
 }
 
 void KvFetch::OnDone(const grpc::Status& status) {
@@ -365,8 +311,8 @@ void StepRun::Issue(Call* call) {
         });
     return;
   }
-  auto copy = std::make_unique<v1::VerifyRequest>(request);
-  copy->set_request_id(absl::StrCat(call->index));
+  v1::VerifyRequest copy = request;
+  copy.set_request_id(absl::StrCat(call->index));
   if (!streams_[call->channel]->Send(call, std::move(copy))) {
     call->stop_slot = true;
     OnVerifyDone(call, grpc::StatusCode::UNAVAILABLE, "VerifyStream has ended");
@@ -621,7 +567,7 @@ void StepRun::CancelStreamsIfStalled() {
   if (now - stall_since_ < std::chrono::milliseconds(limit_ms)) return;
   std::fprintf(stderr, "loadgen: no answer for %lld ms; cancelling the VerifyStream calls\n",
                static_cast<long long>(limit_ms));
-  for (StreamConnection* stream : streams_) stream->Cancel();
+  for (const auto& stream : streams_) stream->Cancel();
   streams_cancelled_ = true;
 }
 
@@ -743,9 +689,7 @@ absl::StatusOr<StepResult> StepRun::Run() {
   }
   if (spec_.rpc == RpcKind::kStream && !options_.ceiling_rpc) {
     for (int32_t c = 0; c < target_.num_channels(); ++c) {
-      auto latch = std::make_shared<Latch>();
-      streams_.push_back(new StreamConnection(this, target_.stub(c), latch));
-      stream_latches_.push_back(std::move(latch));
+      streams_.push_back(std::make_unique<StreamConnection>(this, target_.stub(c), options_.resend_unanswered));
     }
   }
   const double cpu_before = ProcessCpuSeconds();
@@ -755,8 +699,7 @@ absl::StatusOr<StepResult> StepRun::Run() {
   measure_end_ = measure_start_ + std::chrono::nanoseconds(static_cast<int64_t>(options_.duration_s * 1e9));
   absl::Status status = spec_.mode == LoopMode::kClosed ? RunClosedLoop() : RunOpenLoop();
   stop_issuing_.store(true);
-  for (StreamConnection* stream : streams_) stream->Close();
-  for (const auto& latch : stream_latches_) latch->Wait();
+  for (const auto& stream : streams_) stream->Close();
   MaybePrintProgress(true);
   if (!status.ok()) return status;
   StepResult result = Merge();

@@ -32,6 +32,7 @@ struct StepOptions {
   int64_t deadline_ms = 10000;       // per unary RPC and per FetchKv; 0 = none
   double fetch_kv_fraction = 0.0;
   bool release_kv = true;            // false: unfetched handles expire by TTL
+  int32_t resend_unanswered = 0;     // stream steps: LoadgenConfig::resend_unanswered
   uint64_t seed = 1;                 // Poisson arrivals and the fetch sample
   bool progress = false;             // a live line on stderr
   std::string label;                 // shown in the progress line

@@ -99,6 +99,16 @@ TEST(LoadgenConfigTest, ValidationNamesTheFlag) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--duration")));
   duration.requests = 100;  // a request count replaces the duration
   EXPECT_TRUE(ValidateConfig(duration).ok());
+
+  LoadgenConfig resend = c;
+  resend.resend_unanswered = 3;  // unary calls are not resent
+  EXPECT_THAT(ValidateConfig(resend),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--resend_unanswered: needs --rpc=stream")));
+  resend.rpc = RpcKind::kStream;
+  EXPECT_TRUE(ValidateConfig(resend).ok());
+  resend.resend_unanswered = -1;
+  EXPECT_THAT(ValidateConfig(resend),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("--resend_unanswered: must be in [0, 1000], got -1")));
 }
 
 TEST(LoadgenConfigTest, ParsesLabeledCompareAddresses) {

@@ -72,8 +72,13 @@ grpc::Status FakeVerifier::Verify(grpc::ServerContext*, const v1::VerifyRequest*
 grpc::Status FakeVerifier::VerifyStream(
     grpc::ServerContext*,
     grpc::ServerReaderWriter<v1::VerifyStreamResponse, v1::VerifyRequest>* stream) {
+  stream_calls_.fetch_add(1);
   v1::VerifyRequest request;
+  int64_t read = 0;
   while (stream->Read(&request)) {
+    if (++read == options_.end_stream_after) {
+      return grpc::Status(grpc::StatusCode::UNAVAILABLE, "the fake ends this stream");
+    }
     v1::VerifyStreamResponse out;
     out.set_request_id(request.request_id());
     grpc::Status status = Answer(request, out.mutable_response());

@@ -30,6 +30,10 @@ struct FakeVerifierOptions {
   std::string backend{};
   // Extra service time per Verify request.
   int64_t delay_us = 0;
+  // Each VerifyStream call ends UNAVAILABLE when it reads its n-th request
+  // (0 = never), leaving that request and any sent after it unanswered, as
+  // a server that goes away mid-stream does.
+  int64_t end_stream_after = 0;
 };
 
 class FakeVerifier final : public v1::Verifier::Service {
@@ -49,6 +53,7 @@ class FakeVerifier final : public v1::Verifier::Service {
                              v1::ServerInfo* response) override;
 
   int64_t verify_requests() const { return verify_requests_.load(); }
+  int64_t stream_calls() const { return stream_calls_.load(); }
   int64_t live_handles() const;
   int64_t released_handles() const { return released_handles_.load(); }
 
@@ -57,6 +62,7 @@ class FakeVerifier final : public v1::Verifier::Service {
 
   const FakeVerifierOptions options_;
   std::atomic<int64_t> verify_requests_{0};
+  std::atomic<int64_t> stream_calls_{0};
   std::atomic<int64_t> fetches_{0};
   std::atomic<int64_t> released_handles_{0};
   std::atomic<int64_t> next_handle_{1};

@@ -143,6 +143,63 @@ TEST_F(LoadgenFakeServerTest, ClosedLoopStreamOverSeveralChannels) {
   EXPECT_EQ(correct_.live_handles(), 0);
 }
 
+// A server that ends every stream UNAVAILABLE mid-flight (its 25th request
+// unanswered, and whatever was sent after it): with resending, each new call
+// gets what the last one left and every request is answered once, right.
+TEST(LoadgenStreamResendTest, UnansweredRequestsAreSentAgainOnANewStream) {
+  FakeVerifier flaky(FakeVerifierOptions{.end_stream_after = 25});
+  LoopbackServer server(&flaky);
+  LoadgenConfig c = BaseConfig(server.address());
+  c.rpc = RpcKind::kStream;
+  c.channels = 2;
+  c.concurrency = {8};
+  c.resend_unanswered = 3;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectClean(*report, kRequestsPerStep);
+  // At least the step's requests over 24 answers a call, on each channel.
+  EXPECT_GE(flaky.stream_calls(), kRequestsPerStep / 24);
+}
+
+// Without resending the stream's end fails what it left unanswered and stops
+// those slots: the step ends early with UNAVAILABLE errors, not hung.
+TEST(LoadgenStreamResendTest, WithoutResendingAnEndedStreamFailsItsRequests) {
+  FakeVerifier flaky(FakeVerifierOptions{.end_stream_after = 25});
+  LoopbackServer server(&flaky);
+  LoadgenConfig c = BaseConfig(server.address());
+  c.rpc = RpcKind::kStream;
+  c.concurrency = {8};
+  c.warmup_s = 0;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const StepResult& r = report->steps[0].server;
+  ExpectConsistent(r);
+  EXPECT_EQ(r.ok, 24);
+  EXPECT_GT(r.rpc_errors, 0);
+  EXPECT_EQ(r.errors_by_code.count("UNAVAILABLE"), 1u);
+  EXPECT_LT(r.sent, kRequestsPerStep);
+  EXPECT_EQ(flaky.stream_calls(), 1);
+}
+
+// A server that never answers a stream's first request: the resends stop
+// after N new calls in a row without an answer, and the step ends.
+TEST(LoadgenStreamResendTest, ResendingGivesUpAfterNCallsWithoutAnAnswer) {
+  FakeVerifier dead(FakeVerifierOptions{.end_stream_after = 1});
+  LoopbackServer server(&dead);
+  LoadgenConfig c = BaseConfig(server.address());
+  c.rpc = RpcKind::kStream;
+  c.concurrency = {2};
+  c.warmup_s = 0;
+  c.resend_unanswered = 2;
+  auto report = RunLoadgen(c);
+  ASSERT_TRUE(report.ok()) << report.status();
+  const StepResult& r = report->steps[0].server;
+  ExpectConsistent(r);
+  EXPECT_EQ(r.ok, 0);
+  EXPECT_EQ(r.rpc_errors, r.sent);
+  EXPECT_EQ(dead.stream_calls(), 3);
+}
+
 TEST_F(LoadgenFakeServerTest, OpenLoopConstantRateSendsOnSchedule) {
   LoadgenConfig c = BaseConfig(server_.address());
   c.mode = LoopMode::kOpen;

@@ -5,8 +5,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "client/loadgen/loadgen.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -439,6 +442,46 @@ TEST(LoadgenMultiDeviceTest, TwoExecutorsShareTheLoadAndEveryAnswerIsRight) {
   absl::StatusOr<int> code = server->Stop();
   ASSERT_TRUE(code.ok()) << code.status();
   EXPECT_EQ(*code, 0);
+}
+
+// Streams through a restart of their only server: SIGTERM (the server
+// drains, then ends its streams UNAVAILABLE) and a new process on the same
+// port. With --resend_unanswered every request, sent before, during or after
+// the gap, is answered once and right, and the step runs to its end.
+TEST(LoadgenStreamRestartTest, ResendingStreamsRideThroughARestartOfTheServer) {
+  const std::vector<std::string> args = {"--device=cpu", "--metrics_address=",
+                                         absl::StrCat("--listen_address=127.0.0.1:", PickFreeLoopbackPort())};
+  auto first = ServerProcess::Start(SPECVERIFY_SERVER_BINARY, args);
+  ASSERT_TRUE(first.ok()) << first.status();
+  LoadgenConfig c;
+  c.address = first->address();
+  c.rpc = RpcKind::kStream;
+  c.channels = 2;
+  c.concurrency = {8};
+  c.duration_s = 3;
+  c.warmup_s = 0;
+  c.resend_unanswered = 20;
+  c.transport.deadline_ms = 10000;
+  c.connect_timeout_s = 5;
+  c.workload.gamma_min = c.workload.gamma_max = 8;
+  c.workload.sequences_per_request = 4;
+  c.workload.row_bytes = 512;
+  c.workload.pool_requests = 128;
+  absl::StatusOr<RunReport> report;
+  std::thread loadgen([&] { report = RunLoadgen(c); });
+  absl::SleepFor(absl::Milliseconds(800));
+  absl::StatusOr<int> first_code = first->Stop();
+  auto second = ServerProcess::Start(SPECVERIFY_SERVER_BINARY, args);
+  loadgen.join();
+  ASSERT_TRUE(first_code.ok()) << first_code.status();
+  EXPECT_EQ(*first_code, 0);
+  ASSERT_TRUE(second.ok()) << second.status();
+  ASSERT_TRUE(report.ok()) << report.status();
+  ExpectCorrectAndConsistent(*report, 0, 4);
+  EXPECT_GT(report->steps[0].server.ok, 100);
+  absl::StatusOr<int> second_code = second->Stop();
+  ASSERT_TRUE(second_code.ok()) << second_code.status();
+  EXPECT_EQ(*second_code, 0);
 }
 
 }  // namespace
