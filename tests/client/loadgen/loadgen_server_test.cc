@@ -447,7 +447,9 @@ TEST(LoadgenMultiDeviceTest, TwoExecutorsShareTheLoadAndEveryAnswerIsRight) {
 // Streams through a restart of their only server: SIGTERM (the server
 // drains, then ends its streams UNAVAILABLE) and a new process on the same
 // port. With --resend_unanswered every request, sent before, during or after
-// the gap, is answered once and right, and the step runs to its end.
+// the gap, is answered once and right, and the step runs to its end. KV rows
+// come back inline: a handle lives in the old process's arena, and a
+// ReleaseKv caught by its shutdown fails CANCELLED (as it should).
 TEST(LoadgenStreamRestartTest, ResendingStreamsRideThroughARestartOfTheServer) {
   const std::vector<std::string> args = {"--device=cpu", "--metrics_address=",
                                          absl::StrCat("--listen_address=127.0.0.1:", PickFreeLoopbackPort())};
@@ -467,6 +469,7 @@ TEST(LoadgenStreamRestartTest, ResendingStreamsRideThroughARestartOfTheServer) {
   c.workload.sequences_per_request = 4;
   c.workload.row_bytes = 512;
   c.workload.pool_requests = 128;
+  c.workload.kv_return = KvReturnMode::kInline;
   absl::StatusOr<RunReport> report;
   std::thread loadgen([&] { report = RunLoadgen(c); });
   absl::SleepFor(absl::Milliseconds(800));
