@@ -10,7 +10,9 @@
 // `duration_s` seconds of sends) are measured and every one is waited for.
 //
 // Unary steps use the callback stub; stream steps multiplex every request of
-// a channel over one VerifyStream call, matching answers by request_id.
+// a channel over one VerifyStream call (with resend_unanswered, successive
+// calls through a drain or restart of the server), matching answers by
+// request_id.
 #ifndef SPECVERIFY_CLIENT_LOADGEN_STEP_RUNNER_H_
 #define SPECVERIFY_CLIENT_LOADGEN_STEP_RUNNER_H_
 
