@@ -16,9 +16,9 @@
 # run time: it compiles at SPECVERIFY_TEST_COMPUTE_OPTIMIZATION (-Og) even
 # where the other suites take a lower level. scripts/sanitize.sh builds the
 # other suites at -O0, where clang with ASan compiles them in half the time
-# (a server suite 30.6 -> 16.1 s) and they run as fast; the compute-bound
-# ones ran 2-4x slower there (tree_stats_test 62 -> 243 s of CTest time;
-# bench/build/results/2026-11-29-sanitizer-O0).
+# (a server suite 30.6 -> 16.1 s) and they run nearly as fast; the
+# compute-bound ones ran 2-10x slower there (tree_stats_test 62 -> 243 s of
+# CTest time; bench/build/results/2026-11-29-sanitizer-O0).
 function(specverify_test name)
   cmake_parse_arguments(ARG "COMPUTE_BOUND" "" "SOURCES;LIBS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
