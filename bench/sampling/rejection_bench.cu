@@ -10,8 +10,8 @@
 // kernel launch. Every shape is timed twice, in turns (TimeInTurns): with the
 // merge on the device (cuda_rejection) and with the race winners left in
 // slots for the host to fold, as the server runs it
-// (cuda_rejection_host_merge); the two must give the same tokens. Extra rows: the full-row validation option, and
-// top-k/top-p on logits.
+// (cuda_rejection_host_merge); the two must give the same tokens. Extra
+// rows: the full-row validation option, and top-k/top-p on logits.
 //
 // Timing: device time per batch with CUDA events. A spin kernel holds the
 // stream while the host queues a chunk of iterations, each between two
@@ -165,9 +165,9 @@ Stats StatsOf(std::vector<float> ms) {
 
 // Several launch sequences timed in turns, a chunk of kChunk batches each, so
 // that every one sees the same stretch of the device's clocks and power
-// state: timed one after the other, the second of two identical fp32 logits
-// B=128 launches (~415 us each) came out 6-15 us slower on the H200
-// (bench/sampling/results/2026-11-29-merge-order).
+// state: timed one after the other, fp32 logits B=128's host merge (timed
+// second) read 5-15 us behind its device merge on the H200; in turns the two
+// are equal (bench/sampling/results/2026-11-29-merge-order).
 std::vector<Stats> TimeInTurns(const std::vector<std::function<void(int)>>& runs_of, int copies, int runs,
                                cudaStream_t stream) {
   for (const auto& run : runs_of) {
