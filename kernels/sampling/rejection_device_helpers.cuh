@@ -76,23 +76,44 @@ __device__ int32_t SequenceOfRowWarp(const int32_t* offsets, int32_t b, int64_t 
   return lo;
 }
 
-// Sum over the block in the fixed pairwise order s[t] += s[t + stride].
-__device__ double BlockFixedOrderSum(double partial, double* shared) {
+// N sums over the block, each in the fixed pairwise order s[t] += s[t +
+// stride] (rejection_core.h), side by side so that they share the tree's
+// barriers. shared holds N * kThreads doubles; the sums are valid in thread 0.
+template <int N>
+__device__ __forceinline__ void BlockFixedOrderSums(double (&partials)[N], double* shared) {
   const int t = threadIdx.x;
-  shared[t] = partial;
+#pragma unroll
+  for (int k = 0; k < N; ++k) shared[k * kThreads + t] = partials[k];
   __syncthreads();
 #pragma unroll
   for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
-    if (t < stride) shared[t] = detmath::AddD(shared[t], shared[t + stride]);
+    if (t < stride) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        double* sums = shared + k * kThreads;
+        sums[t] = detmath::AddD(sums[t], sums[t + stride]);
+      }
+    }
     __syncthreads();
   }
-  double v = t < 32 ? shared[t] : 0.0;
+#pragma unroll
+  for (int k = 0; k < N; ++k) partials[k] = t < 32 ? shared[k * kThreads + t] : 0.0;
   if (t < 32) {
 #pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) v = detmath::AddD(v, __shfl_down_sync(kFullMask, v, offset));
+    for (int offset = 16; offset > 0; offset /= 2) {
+#pragma unroll
+      for (int k = 0; k < N; ++k) {
+        partials[k] = detmath::AddD(partials[k], __shfl_down_sync(kFullMask, partials[k], offset));
+      }
+    }
   }
   __syncthreads();
-  return v;  // valid in thread 0
+}
+
+__device__ double BlockFixedOrderSum(double partial, double* shared) {
+  double sums[1] = {partial};
+  BlockFixedOrderSums<1>(sums, shared);
+  return sums[0];  // valid in thread 0
 }
 
 struct MaxArg {

@@ -33,9 +33,10 @@ constexpr int kRaceBlocksPerSm = 2;
 // maximum and its weights. fp32 rows: 6 blocks of 256 threads per SM (<= 40
 // registers; 4, 5, 7 and 8 were all slower at B=8 and B=32). A block is a
 // latency chain (its loads, two block reductions), so 16-bit rows, whose
-// chunk is half the bytes, take 8 (<= 32 registers; bf16 spills nothing,
-// fp16 16 bytes): H100, bf16 logits B=8 49.0 -> 48.1 us, fp16 49.1 -> 48.4,
-// bf16 B=16 75.7 -> 74.2 (bench/sampling/results/2026-11-27-rowpass-occupancy).
+// chunk is half the bytes, take 8 (<= 32 registers; neither format spills
+// now that the values stay packed until used): H100, bf16 logits B=8 49.0
+// -> 48.1 us, fp16 49.1 -> 48.4, bf16 B=16 75.7 -> 74.2
+// (bench/sampling/results/2026-11-27-rowpass-occupancy).
 constexpr int kRowPassBlocksPerSm = 6;
 constexpr int kRowPassBlocksPerSm16Bit = 8;
 template <SampleDtype D>

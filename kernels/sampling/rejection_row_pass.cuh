@@ -114,8 +114,7 @@ __device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, Pa
 // the results are the float comparisons' (but for the sign of a zero
 // maximum and NaN payloads: no weight or validity depends on either).
 template <SampleDtype D>
-__device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds], const float (&v)[kRounds][4],
-                                            float& m, float& low) {
+__device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds], float& m, float& low) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (D != SampleDtype::kFloat32) {
     uint32_t hi = raw[0].x, lo = raw[0].x;
@@ -146,10 +145,12 @@ __device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds],
   low = kInfinity;
 #pragma unroll
   for (int r = 0; r < kRounds; ++r) {
+    float v[4];
+    UnpackQuad<D>(raw[r], v);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      m = MaxKeepingNaN(m, v[r][i]);
-      low = MinKeepingNaN(low, v[r][i]);
+      m = MaxKeepingNaN(m, v[i]);
+      low = MinKeepingNaN(low, v[i]);
     }
   }
 }
@@ -160,23 +161,32 @@ __device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds],
 // in v: when the thread's smallest value gives t >= -125, every weight is
 // Exp2DetNonPositive(t), bit for bit ScaledLogitWeight's Exp2Det, seven
 // instructions shorter per element in a pass that is issue-bound on them.
-// Wider rows (and invalid ones) take the full exp.
-__device__ __forceinline__ float ChunkLaneWeightSum(const float (&v)[kRounds][4], float m, float low, bool bad,
+// Wider rows (and invalid ones) take the full exp. Values are unpacked from
+// the stored form round by round, here and in ChunkMaxMin: holding a whole
+// chunk unpacked (16 floats a thread, 32 for a chunk pair) made the fp16
+// row-pass kernels spill 16 bytes a thread (the bf16 ones recomputed their
+// shifts instead).
+template <SampleDtype D>
+__device__ __forceinline__ float ChunkLaneWeightSum(const PackedQuad<D> (&raw)[kRounds], float m, float low, bool bad,
                                                     float scale) {
   float partial = 0.0f;
   if (!bad && detmath::Mul(detmath::Sub(low, m), scale) >= -125.0f) {
 #pragma unroll
     for (int r = 0; r < kRounds; ++r) {
+      float v[4];
+      UnpackQuad<D>(raw[r], v);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
-        partial = detmath::Add(partial, detmath::Exp2DetNonPositive(detmath::Mul(detmath::Sub(v[r][i], m), scale)));
+        partial = detmath::Add(partial, detmath::Exp2DetNonPositive(detmath::Mul(detmath::Sub(v[i], m), scale)));
       }
     }
   } else {
 #pragma unroll
     for (int r = 0; r < kRounds; ++r) {
+      float v[4];
+      UnpackQuad<D>(raw[r], v);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[r][i], m, scale));
+      for (int i = 0; i < 4; ++i) partial = detmath::Add(partial, rejection::ScaledLogitWeight(v[i], m, scale));
     }
   }
   return partial;
@@ -193,16 +203,13 @@ __device__ __forceinline__ float ChunkLaneWeightSum(const float (&v)[kRounds][4]
 template <SampleDtype D>
 __device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[kRounds], int32_t begin, float inv_t,
                                                      double* sum_shared, float* max_shared) {
-  float v[kRounds][4];
-#pragma unroll
-  for (int r = 0; r < kRounds; ++r) UnpackQuad<D>(raw[r], v[r]);
   float m, low;
-  ChunkMaxMin<D>(raw, v, m, low);
+  ChunkMaxMin<D>(raw, m, low);
   // Validity without a per-element poison: a NaN makes both NaN, +inf the
   // maximum and -inf the minimum infinite.
   const bool bad = __syncthreads_or(!(detmath::IsFinite(m) && detmath::IsFinite(low)));
   m = BlockMax(m, max_shared);
-  const float partial = ChunkLaneWeightSum(v, m, low, bad, rejection::LogitScale(inv_t));
+  const float partial = ChunkLaneWeightSum<D>(raw, m, low, bad, rejection::LogitScale(inv_t));
   const double sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
   return ChunkStats{m, bad ? -1 : begin, sum};
 }
@@ -220,15 +227,9 @@ __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[k
                                                    const PackedQuad<D> (&raw1)[kRounds], int32_t begin0,
                                                    float inv_t, double* sum_shared, float* max_shared,
                                                    int32_t* bad_shared, ChunkStats& s0, ChunkStats& s1) {
-  float v0[kRounds][4], v1[kRounds][4];
-#pragma unroll
-  for (int r = 0; r < kRounds; ++r) {
-    UnpackQuad<D>(raw0[r], v0[r]);
-    UnpackQuad<D>(raw1[r], v1[r]);
-  }
   float m0, low0, m1, low1;
-  ChunkMaxMin<D>(raw0, v0, m0, low0);
-  ChunkMaxMin<D>(raw1, v1, m1, low1);
+  ChunkMaxMin<D>(raw0, m0, low0);
+  ChunkMaxMin<D>(raw1, m1, low1);
   const bool bad_thread0 = !(detmath::IsFinite(m0) && detmath::IsFinite(low0));
   const bool bad_thread1 = !(detmath::IsFinite(m1) && detmath::IsFinite(low1));
 #pragma unroll
@@ -256,34 +257,12 @@ __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[k
   }
   const bool bad0 = (block_bad & 1) != 0, bad1 = (block_bad & 2) != 0;
   const float scale = rejection::LogitScale(inv_t);
-  const float partial0 = ChunkLaneWeightSum(v0, block_m0, low0, bad0, scale);
-  const float partial1 = ChunkLaneWeightSum(v1, block_m1, low1, bad1, scale);
-  // BlockFixedOrderSum for both.
-  const int t = threadIdx.x;
-  double* sums0 = sum_shared;
-  double* sums1 = sum_shared + kThreads;
-  sums0[t] = static_cast<double>(partial0);
-  sums1[t] = static_cast<double>(partial1);
-  __syncthreads();
-#pragma unroll
-  for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
-    if (t < stride) {
-      sums0[t] = detmath::AddD(sums0[t], sums0[t + stride]);
-      sums1[t] = detmath::AddD(sums1[t], sums1[t + stride]);
-    }
-    __syncthreads();
-  }
-  double total0 = t < 32 ? sums0[t] : 0.0, total1 = t < 32 ? sums1[t] : 0.0;
-  if (t < 32) {
-#pragma unroll
-    for (int offset = 16; offset > 0; offset /= 2) {
-      total0 = detmath::AddD(total0, __shfl_down_sync(kFullMask, total0, offset));
-      total1 = detmath::AddD(total1, __shfl_down_sync(kFullMask, total1, offset));
-    }
-  }
-  __syncthreads();
-  s0 = ChunkStats{block_m0, bad0 ? -1 : begin0, total0};  // valid in thread 0
-  s1 = ChunkStats{block_m1, bad1 ? -1 : begin0 + rejection::kNormalizerChunk, total1};
+  const float partial0 = ChunkLaneWeightSum<D>(raw0, block_m0, low0, bad0, scale);
+  const float partial1 = ChunkLaneWeightSum<D>(raw1, block_m1, low1, bad1, scale);
+  double sums[2] = {static_cast<double>(partial0), static_cast<double>(partial1)};
+  BlockFixedOrderSums<2>(sums, sum_shared);
+  s0 = ChunkStats{block_m0, bad0 ? -1 : begin0, sums[0]};  // valid in thread 0
+  s1 = ChunkStats{block_m1, bad1 ? -1 : begin0 + rejection::kNormalizerChunk, sums[1]};
 }
 
 // The full-row check of a whole chunk of probability or log-probability
@@ -312,8 +291,10 @@ __device__ __forceinline__ ChunkStats FullChunkMass(const PackedQuad<D> (&raw)[k
 }
 
 // Any other chunk: a row's partial last chunk, a greedy row (argmax), the
-// full-row check. Loads its own values.
-template <SampleDtype D>
+// full-row check. Loads its own values. The mode is a template argument so
+// that RowPassKernel (normalizer only) and RowCheckKernel (check only)
+// carry no code for the other.
+template <SampleDtype D, RowPassMode kMode>
 __device__ ChunkStats GeneralChunkStats(const RowPassArgs& a, const void* row_ptr, int32_t begin, int32_t end,
                                         bool greedy, float inv_t, double* sum_shared, MaxArg* max_shared) {
   const RejectionBatchInput& in = a.in;
@@ -336,7 +317,7 @@ __device__ ChunkStats GeneralChunkStats(const RowPassArgs& a, const void* row_pt
   bad = __syncthreads_or(bad);
   float partial = 0.0f;  // the lane's sum, in float (rejection_core.h's fixed order)
   ChunkStats stats{0.0f, bad ? -1 : begin, 0.0};
-  if (a.mode == RowPassMode::kNormalize) {
+  if constexpr (kMode == RowPassMode::kNormalize) {
     m = BlockMaxArg(m, max_shared);
     stats.max = m.value;
     if (!bad) stats.argmax = m.index;
@@ -362,7 +343,7 @@ __device__ ChunkStats GeneralChunkStats(const RowPassArgs& a, const void* row_pt
       }
     }
   }
-  if (a.mode == RowPassMode::kCheck || !greedy) {
+  if (kMode == RowPassMode::kCheck || !greedy) {
     stats.sum = BlockFixedOrderSum(static_cast<double>(partial), sum_shared);
   }
   return stats;
@@ -376,7 +357,8 @@ __device__ __forceinline__ float RowTemperature(const RowPassArgs& a, int64_t sl
   return a.in.sequences[SequenceOfRowWarp(a.in.draft_offsets, a.in.num_sequences, row, is_draft ? 0 : 1)].temperature;
 }
 
-// One block per (row, chunk). A block's life is a chain of latencies (its
+// The normalizer, one block per (row, chunk) (the launcher sends a one-chunk
+// check pass to RowCheckKernel). A block's life is a chain of latencies (its
 // row's address, the chunk's loads, two block reductions), so it carries no
 // more: the chunk's values are requested before the row's sequence is looked
 // up (the full-chunk case needs no sequence to load), and the chunks are
@@ -413,8 +395,7 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
   const int32_t begin = c * rejection::kNormalizerChunk;
   const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
-  const bool full = a.mode == RowPassMode::kNormalize && in.vocab_size % 4 == 0 &&
-                    end - begin == rejection::kNormalizerChunk;
+  const bool full = in.vocab_size % 4 == 0 && end - begin == rejection::kNormalizerChunk;
   PackedQuad<D> raw[kRounds];
   if (full) LoadChunk<D>(row_ptr, begin, raw);
   if (threadIdx.x < 32) {
@@ -432,7 +413,8 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   const float inv_t = greedy ? 0.0f : inv_t_shared;
   const ChunkStats stats = (full && !greedy)
                                ? FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
-                               : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+                               : GeneralChunkStats<D, RowPassMode::kNormalize>(a, row_ptr, begin, end, greedy, inv_t,
+                                                                               sum_shared, max_shared);
   if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
   if (a.targets_last && !is_draft && threadIdx.x < kWarps) {
     // FullChunkStats leaves each warp's maximum in max_shared; other chunks
@@ -468,7 +450,8 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowCheckKer
     LoadChunk<D>(row_ptr, begin, raw);
     stats = FullChunkMass<D>(raw, begin, in.kind, sum_shared);
   } else {
-    stats = GeneralChunkStats<D>(a, row_ptr, begin, end, /*greedy=*/false, /*inv_t=*/0.0f, sum_shared, max_shared);
+    stats = GeneralChunkStats<D, RowPassMode::kCheck>(a, row_ptr, begin, end, /*greedy=*/false, /*inv_t=*/0.0f,
+                                                      sum_shared, max_shared);
   }
   if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
 }
@@ -576,9 +559,15 @@ __global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKe
     PackedQuad<D> raw[kRounds];
     if (full) LoadChunk<D>(row_ptr, begin, raw);
     if (c + 1 < c_end && is_full(c + 1)) PrefetchChunk<D>(row_ptr, begin + rejection::kNormalizerChunk);
-    const ChunkStats stats = (full && !greedy)
-                                 ? FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared))
-                                 : GeneralChunkStats<D>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+    ChunkStats stats;
+    if (full && !greedy) {
+      stats = FullChunkStats<D>(raw, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared));
+    } else if (a.mode == RowPassMode::kNormalize) {
+      stats = GeneralChunkStats<D, RowPassMode::kNormalize>(a, row_ptr, begin, end, greedy, inv_t, sum_shared,
+                                                            max_shared);
+    } else {
+      stats = GeneralChunkStats<D, RowPassMode::kCheck>(a, row_ptr, begin, end, greedy, inv_t, sum_shared, max_shared);
+    }
     if (threadIdx.x == 0) a.scratch.chunks[slot * a.num_chunks + c] = stats;
     if (a.targets_last && !is_draft) {
       if (threadIdx.x < kWarps) {
