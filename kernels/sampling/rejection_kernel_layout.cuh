@@ -44,12 +44,25 @@ constexpr int RowPassBlocksPerSm() {
   return D == SampleDtype::kFloat32 ? kRowPassBlocksPerSm : kRowPassBlocksPerSm16Bit;
 }
 // RowPassRunKernel: blocks per SM, and the most consecutive chunks of a row
-// one block takes.
+// one block takes. fp32 rows take 5 (at 6 the loop spilled 32-44 bytes:
+// H200, runs of 8, B=128 487.1 vs 424.6 us); 16-bit rows 6, since their
+// values stay packed until used (bf16 fits 40 registers, fp16 spills 48
+// bytes and still gains): H200, B=128 bf16 343.1-343.3 -> 338.3-338.6 us,
+// fp16 342.1-342.2 -> 338.1; B=64 -1.3 to -1.9
+// (bench/sampling/results/2026-11-29-unpack-late, run 2).
 constexpr int kRowPassRunBlocksPerSm = 5;
+constexpr int kRowPassRunBlocksPerSm16Bit = 6;
+template <SampleDtype D>
+constexpr int RowPassRunBlocksPerSm() {
+  return D == SampleDtype::kFloat32 ? kRowPassRunBlocksPerSm : kRowPassRunBlocksPerSm16Bit;
+}
 constexpr int32_t kRowPassMaxChunksPerBlock = 8;
-// Single-chunk waves from which the launcher takes runs
+// Single-chunk waves from which the launcher takes runs of 8 chunks, and
+// (16-bit rows of an unfiltered batch) runs of 4 below that
 // (RejectionRowPassChunksPerBlock).
 constexpr int64_t kRowPassRunMinWaves = 32;
+constexpr int32_t kRowPassShortRunChunks = 4;
+constexpr int64_t kRowPassShortRunMinWaves = 6;
 // The filter: 512 threads, two blocks per SM, and up to kFilterMaxSlices
 // blocks per row (a thread-block cluster on sm_90) so that B=8's 72 target
 // rows keep every SM reading instead of half of them.

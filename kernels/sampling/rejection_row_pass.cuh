@@ -493,13 +493,12 @@ __device__ __forceinline__ void PrefetchChunk(const void* row_ptr, int32_t begin
 // warp instructions) is paid once per run; each chunk's lines are requested
 // into L2 before the chunk ahead of it is reduced (the first chunk's before
 // the sequence is looked up). The loop's state costs registers: 5 blocks per
-// SM (at 6 it spilled 32-44 bytes; H200, runs of 8, B=128: fp32 487.1 vs
-// 424.6 us, bf16 429.2 vs 414.5). 16-bit rows reduce two whole chunks at a
-// time (FullChunkPairStats: H200, bf16 B=128 357 -> 348 us, B=64 191 -> 187;
-// bench/sampling/results/2026-11-29-chunk-pairs). The same statistics, bit
-// for bit, as RowPassKernel's.
+// SM for fp32 rows, 6 for 16-bit ones (RowPassRunBlocksPerSm). 16-bit rows
+// reduce two whole chunks at a time (FullChunkPairStats: H200, bf16 B=128
+// 357 -> 348 us, B=64 191 -> 187; bench/sampling/results/2026-11-29-chunk-pairs).
+// The same statistics, bit for bit, as RowPassKernel's.
 template <SampleDtype D>
-__global__ void __launch_bounds__(kThreads, kRowPassRunBlocksPerSm) RowPassRunKernel(RowPassArgs a) {
+__global__ void __launch_bounds__(kThreads, RowPassRunBlocksPerSm<D>()) RowPassRunKernel(RowPassArgs a) {
   __shared__ double sum_shared[2 * kThreads];
   __shared__ MaxArg max_shared[2 * kWarps];
   __shared__ int32_t bad_shared[kWarps];

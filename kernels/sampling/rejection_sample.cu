@@ -253,7 +253,8 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     // probability rows keeps one chunk per block unless a test asks.
     args.chunks_per_block = scratch.row_pass_chunks_per_block > 0
                                 ? std::min(scratch.row_pass_chunks_per_block, num_chunks)
-                            : logits_exact ? RejectionRowPassChunksPerBlock(D, rows, num_chunks, scratch.num_sms)
+                            : logits_exact ? RejectionRowPassChunksPerBlock(D, rows, num_chunks, scratch.num_sms,
+                                                                            in.any_top_k_top_p)
                                            : 1;
     args.blocks_per_row = (num_chunks + args.chunks_per_block - 1) / args.chunks_per_block;
     args.row_of_block = FastDivisor::For(static_cast<uint32_t>(args.blocks_per_row));
@@ -300,7 +301,8 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
 
 }  // namespace
 
-int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms) {
+int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms,
+                                       bool filtered) {
   // Measured on the H100 (bench/sampling/results/2026-11-26-rowpass): runs
   // of 8 pay where the pass is issue-bound and many waves long, i.e. 16-bit
   // rows from B = 32 on (bf16 B = 128: 475.5 -> 417.0 us, B = 32: 131.7 ->
@@ -319,11 +321,21 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
   // blocks at bf16 B=48 (39 waves: 147.4-147.7 against 152.9-153.1 us) and
   // trail them by 0.3 at B=32 (26 waves: 105.2 against 104.9; H200, run 2
   // of bench/sampling/results/2026-11-29-chunk-pairs), so they start at 32
-  // waves, B >= 40 at gamma = 8 on 132 SMs.
+  // waves, B >= 40 at gamma = 8 on 132 SMs. Since the 16-bit runs keep
+  // their values packed and run 6 blocks per SM (2026-11-29), runs of 4 beat
+  // one-chunk blocks in unfiltered batches from 6 waves on (H200, bf16,
+  // gamma = 8: B=8 39.3-39.5 -> 39.0-39.1 us, fp16 39.6 -> 39.2, B=12 50.0-50.1
+  // -> 48.9, B=16 61.3-61.5 -> 59.9, B=24 82.7 -> 80.0-80.1 (runs of 8 80.9-81.0),
+  // B=32 104.3-104.4 -> 103.0-103.1 (runs of 8 102.6-103.0); B=4, 3 waves,
+  // lost 1.5-1.8 us in runs of 2). Filtered batches, whose pass takes the
+  // target rows last for the filter, lost with them at B=8 (57.5-57.6 ->
+  // 58.2-58.6) and B=32 (150.5-151.1 -> 152.6), so they keep the 32-wave
+  // rule (runs 3 and 4 of bench/sampling/results/2026-11-29-unpack-late).
   if (dtype == SampleDtype::kFloat32) return 1;
   const int64_t single_chunk_waves = rows * num_chunks / (int64_t{kRowPassBlocksPerSm} * std::max(1, num_sms));
-  if (single_chunk_waves < kRowPassRunMinWaves) return 1;
-  return std::min(kRowPassMaxChunksPerBlock, num_chunks);
+  if (single_chunk_waves >= kRowPassRunMinWaves) return std::min(kRowPassMaxChunksPerBlock, num_chunks);
+  if (!filtered && single_chunk_waves >= kRowPassShortRunMinWaves) return std::min(kRowPassShortRunChunks, num_chunks);
+  return 1;
 }
 
 int32_t RejectionRaceBlocksPerSm(int32_t num_sequences) {

@@ -24,7 +24,7 @@
 //     beyond); the race kernel is compiled for 2 blocks per SM.
 //   logits, exact: a normalizer pass first (one block per 4096-logit chunk of
 //     every target and draft row, online max + fixed-order double sum; for
-//     long passes over 16-bit rows one block per run of 8 chunks of a row,
+//     long passes over 16-bit rows one block per run of 4 or 8 chunks of a row,
 //     RejectionRowPassChunksPerBlock), a
 //     combine kernel that folds each row's chunks (one warp per row), then,
 //     with top-k/top-p, a filter pass (radix select; on sm_90 a cluster of
@@ -104,8 +104,10 @@ cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const Rej
 // Chunks per row-pass block the launcher takes for `rows` rows of
 // `num_chunks` chunks of `dtype` when RejectionScratch::row_pass_chunks_per_block
 // is 0: 8 for 16-bit rows whose single-chunk pass would be 32 waves or more
-// on `num_sms` SMs, else 1.
-int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms);
+// on `num_sms` SMs, 4 for those of 6 waves or more in a batch without top-k /
+// top-p (`filtered` false), else 1 (never more than num_chunks).
+int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms,
+                                       bool filtered);
 
 // Race blocks per SM the launcher plans for a batch of `num_sequences` when
 // RejectionScratch::race_blocks_per_sm is 0.
