@@ -15,6 +15,11 @@
 namespace specverify::server {
 namespace {
 
+// The owner and the file's group may take the lock (the group only by
+// reading: enough for flock); other users cannot open the file, so they
+// cannot hold a server off by locking it.
+constexpr mode_t kLockFileMode = 0640;
+
 absl::Status CannotLock(absl::string_view address, const std::string& lock_path, int error) {
   return absl::FailedPreconditionError(absl::StrCat("cannot lock ", lock_path, " for ", address,
                                                     " (--listen_address): ", std::strerror(error)));
@@ -31,7 +36,11 @@ absl::StatusOr<SocketPathLock> SocketPathLock::Acquire(absl::string_view address
   // on a file opened just before that unlink is a lock on nothing: it counts
   // only if the path still names the locked file; otherwise open again.
   for (int attempt = 0; attempt < 16; ++attempt) {
-    const int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kLockFileMode);
+    // A file another user's server left (it was killed) opens for reading
+    // only, which is all flock needs: a restart by a member of the file's
+    // group is not stuck behind it.
+    if (fd < 0 && errno == EACCES) fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return CannotLock(address, lock_path, errno);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;

@@ -8,7 +8,11 @@
 // holds an exclusive flock on PATH.lock from before it sets up any device
 // until it has stopped listening; a second one that cannot take the lock
 // exits naming the file. The lock dies with its process, so a crashed
-// server leaves nothing that blocks a restart.
+// server leaves nothing that blocks a restart, by its own user or by a
+// member of the lock file's group (the file is created 0640; the group
+// opens it for reading, which flock allows), as when the socket directory
+// is a setgid directory shared by a service group. Other users cannot open
+// it, so they cannot hold the lock to keep a server from starting.
 #ifndef SPECVERIFY_SERVER_APP_SOCKET_PATH_LOCK_H_
 #define SPECVERIFY_SERVER_APP_SOCKET_PATH_LOCK_H_
 

@@ -1,15 +1,19 @@
 #include "server/app/socket_path_lock.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -120,6 +124,66 @@ TEST_F(SocketPathLockTest, ALockOnAnUnlinkedFileBlocksNobody) {
   ASSERT_EQ(fstat(stale, &old), 0);
   EXPECT_NE(named.st_ino, old.st_ino);  // a fresh file, not the unlinked one
   close(stale);
+}
+
+// A server killed while it held the lock leaves PATH.lock behind, owned by
+// its user. A restart by another member of the file's group (a setgid
+// socket directory shared by a service group) takes it over, reading being
+// enough for flock; a user outside the group can neither open nor lock it.
+// Needs root to act as the other users.
+TEST_F(SocketPathLockTest, AGroupMemberTakesOverAFileAnotherUserLeftAndOthersCannot) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to switch users: cross-user lock take-over not tested";
+  constexpr gid_t kServiceGroup = 65534;
+  constexpr uid_t kMember = 65534;
+  constexpr uid_t kOutsider = 65533;
+  ASSERT_EQ(chown(dir_.c_str(), 0, kServiceGroup), 0) << std::strerror(errno);
+  ASSERT_EQ(chmod(dir_.c_str(), 02775), 0) << std::strerror(errno);  // files inherit the group
+  const auto run_child = [](const std::function<int()>& body) {
+    const pid_t child = fork();
+    if (child == 0) _exit(body());
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+  };
+  const auto die_holding_the_lock = [&] {
+    umask(022);
+    absl::StatusOr<SocketPathLock> lock = SocketPathLock::Acquire(address_, socket_path_);
+    if (lock.ok()) _exit(0);  // dies holding it: no Release, the file stays
+    return 1;
+  };
+  const auto become = [](uid_t uid, gid_t gid) {
+    return setgroups(1, &gid) == 0 && setgid(gid) == 0 && setuid(uid) == 0;
+  };
+
+  ASSERT_EQ(run_child(die_holding_the_lock), 0);
+  struct stat left {};
+  ASSERT_EQ(stat(lock_path_.c_str(), &left), 0);
+  EXPECT_EQ(left.st_uid, 0u);
+  EXPECT_EQ(left.st_gid, kServiceGroup);
+  EXPECT_EQ(left.st_mode & 0777, 0640u);
+  EXPECT_EQ(run_child([&] {
+              if (!become(kMember, kServiceGroup)) return 10;
+              absl::StatusOr<SocketPathLock> lock = SocketPathLock::Acquire(address_, socket_path_);
+              if (!lock.ok()) {
+                std::fprintf(stderr, "member: %s\n", lock.status().ToString().c_str());
+                return 11;
+              }
+              lock->Release();
+              return LockFileExists() ? 12 : 0;
+            }),
+            0);
+
+  ASSERT_EQ(run_child(die_holding_the_lock), 0);
+  EXPECT_EQ(run_child([&] {
+              if (!become(kOutsider, kOutsider)) return 10;
+              absl::StatusOr<SocketPathLock> lock = SocketPathLock::Acquire(address_, socket_path_);
+              if (lock.ok()) return 11;
+              return lock.status().code() == absl::StatusCode::kFailedPrecondition &&
+                             absl::StrContains(lock.status().message(), "Permission denied")
+                         ? 0
+                         : 12;
+            }),
+            0);
 }
 
 TEST_F(SocketPathLockTest, AMissingDirectoryIsAFailedPreconditionNamingTheFile) {
