@@ -35,6 +35,20 @@ struct RowPassArgs {
   FastDivisor row_of_block;
 };
 
+// The slot (target rows, then draft rows) of the row a block takes
+// order-th: a filtered batch takes the draft rows first (targets_last).
+__device__ __forceinline__ int64_t SlotOfOrder(const RowPassArgs& a, int64_t order) {
+  return !a.targets_last ? order : order < a.num_draft_rows ? a.num_target_rows + order : order - a.num_draft_rows;
+}
+
+__device__ __forceinline__ bool SlotIsDraft(const RowPassArgs& a, int64_t slot) { return slot >= a.num_target_rows; }
+
+// The stored values of a slot's row.
+__device__ __forceinline__ const void* SlotRowAddress(const RowPassArgs& a, int64_t slot) {
+  const bool is_draft = SlotIsDraft(a, slot);
+  return SampledRowAddress(a.in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+}
+
 // The (row order, block within the row) of this block.
 __device__ __forceinline__ void SplitRowBlock(const RowPassArgs& a, int64_t& order, int32_t& within) {
   const uint32_t q = a.row_of_block.Quotient(blockIdx.x);
@@ -352,7 +366,7 @@ __device__ ChunkStats GeneralChunkStats(const RowPassArgs& a, const void* row_pt
 // Row statistics of one row's temperature (the row's sequence). Every lane
 // of the calling warp asks for the same slot.
 __device__ __forceinline__ float RowTemperature(const RowPassArgs& a, int64_t slot) {
-  const bool is_draft = slot >= a.num_target_rows;
+  const bool is_draft = SlotIsDraft(a, slot);
   const int64_t row = is_draft ? slot - a.num_target_rows : slot;
   return a.in.sequences[SequenceOfRowWarp(a.in.draft_offsets, a.in.num_sequences, row, is_draft ? 0 : 1)].temperature;
 }
@@ -388,11 +402,9 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowPassKern
   // grid without any division lost too (2026-11-29-one-chunk-grid).
   const int64_t order = blockIdx.x / a.num_chunks;
   const int32_t c = blockIdx.x % a.num_chunks;
-  const int64_t slot = !a.targets_last             ? order
-                       : order < a.num_draft_rows ? a.num_target_rows + order
-                                                  : order - a.num_draft_rows;
-  const bool is_draft = slot >= a.num_target_rows;
-  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const int64_t slot = SlotOfOrder(a, order);
+  const bool is_draft = SlotIsDraft(a, slot);
+  const void* row_ptr = SlotRowAddress(a, slot);
   const int32_t begin = c * rejection::kNormalizerChunk;
   const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
   const bool full = in.vocab_size % 4 == 0 && end - begin == rejection::kNormalizerChunk;
@@ -440,8 +452,7 @@ __global__ void __launch_bounds__(kThreads, RowPassBlocksPerSm<D>()) RowCheckKer
   int64_t slot;
   int32_t c;
   SplitRowBlock(a, slot, c);
-  const bool is_draft = slot >= a.num_target_rows;
-  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const void* row_ptr = SlotRowAddress(a, slot);
   const int32_t begin = c * rejection::kNormalizerChunk;
   const int32_t end = min(in.vocab_size, begin + rejection::kNormalizerChunk);
   ChunkStats stats;
@@ -506,13 +517,11 @@ __global__ void __launch_bounds__(kThreads, RowPassRunBlocksPerSm<D>()) RowPassR
   int64_t order;
   int32_t block_in_row;
   SplitRowBlock(a, order, block_in_row);
-  const int64_t slot = !a.targets_last             ? order
-                       : order < a.num_draft_rows ? a.num_target_rows + order
-                                                  : order - a.num_draft_rows;
+  const int64_t slot = SlotOfOrder(a, order);
   const int32_t c_first = block_in_row * a.chunks_per_block;
   const int32_t c_end = min(a.num_chunks, c_first + a.chunks_per_block);
-  const bool is_draft = slot >= a.num_target_rows;
-  const void* row_ptr = SampledRowAddress(in, is_draft, is_draft ? slot - a.num_target_rows : slot);
+  const bool is_draft = SlotIsDraft(a, slot);
+  const void* row_ptr = SlotRowAddress(a, slot);
   // Chunks [0, full_chunks) are whole and vector-aligned: the normalizer's
   // fast path (a check pass takes none). One comparison a chunk where the
   // loop tested the chunk's bounds again for it and for its successor.
