@@ -178,8 +178,8 @@ __device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds],
 // Wider rows (and invalid ones) take the full exp. Values are unpacked from
 // the stored form round by round, here and in ChunkMaxMin: holding a whole
 // chunk unpacked (16 floats a thread, 32 for a chunk pair) made the fp16
-// row-pass kernels spill 16 bytes a thread (the bf16 ones recomputed their
-// shifts instead).
+// row-pass kernels spill 16 bytes a thread (the bf16 ones did not), and
+// packed values let the 16-bit runs kernel take 6 blocks per SM.
 template <SampleDtype D>
 __device__ __forceinline__ float ChunkLaneWeightSum(const PackedQuad<D> (&raw)[kRounds], float m, float low, bool bad,
                                                     float scale) {
