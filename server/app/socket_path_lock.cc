@@ -39,8 +39,13 @@ absl::StatusOr<SocketPathLock> SocketPathLock::Acquire(absl::string_view address
     int fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, kLockFileMode);
     // A file another user's server left (it was killed) opens for reading
     // only, which is all flock needs: a restart by a member of the file's
-    // group is not stuck behind it.
-    if (fd < 0 && errno == EACCES) fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    // group is not stuck behind it. If that fails too, the first refusal is
+    // the one to report (a directory the server may not write into leaves
+    // no file to open: ENOENT would hide it).
+    if (fd < 0 && errno == EACCES) {
+      fd = open(lock_path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+      if (fd < 0) return CannotLock(address, lock_path, EACCES);
+    }
     if (fd < 0) return CannotLock(address, lock_path, errno);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int error = errno;

@@ -1136,9 +1136,10 @@ TEST_F(RejectionCudaTest, HostMergeNeedsTheSlotsOfItsPlanAndNoGreedyTargets) {
 // waves, runs of 4 from 6 waves when no sequence filters, never longer than
 // the row. At gamma = 8 a sequence has 17 rows, V = 151,936 38 chunks: on
 // 132 SMs B=8 is 6 waves, B=4 3, B=32 26, B=40 32.
+constexpr int32_t kPlanChunks = 38;
+
 TEST(RejectionRowPassPlanTest, RunsByDtypeBatchAndFilter) {
-  constexpr int32_t kChunks = 38;
-  const auto plan = [](SampleDtype dtype, int64_t batch, bool filtered, int32_t chunks = 38) {
+  const auto plan = [](SampleDtype dtype, int64_t batch, bool filtered, int32_t chunks = kPlanChunks) {
     return RejectionRowPassChunksPerBlock(dtype, batch * 17, chunks, /*num_sms=*/132, filtered);
   };
   for (int64_t batch : {1, 8, 32, 128}) {
@@ -1159,7 +1160,7 @@ TEST(RejectionRowPassPlanTest, RunsByDtypeBatchAndFilter) {
     EXPECT_EQ(plan(dtype, 40 * 38 / 2, false, 2), 2);
   }
   // Fewer SMs, more waves for the same batch.
-  EXPECT_EQ(RejectionRowPassChunksPerBlock(SampleDtype::kBFloat16, 4 * 17, kChunks, 66, false), 4);
+  EXPECT_EQ(RejectionRowPassChunksPerBlock(SampleDtype::kBFloat16, 4 * 17, kPlanChunks, 66, false), 4);
 }
 
 class RejectionCudaStatsTest : public ::testing::TestWithParam<testing::StatCase> {
