@@ -11,8 +11,16 @@
 
 // ------------------------------------------------------------ helpers --
 
+// fp16 -> fp32 is exact, so the hardware conversion (one instruction) gives
+// Float16BitsToFloat's bits (NaN payloads aside: invalid either way). The
+// software conversion's branches for infinities, NaNs and subnormals, in
+// LoadOne, made RowPassRunKernel<fp16> spill 48 bytes a thread at its 40
+// registers (bench/sampling/results/2026-11-29-fp16-scalar-load).
+__device__ __forceinline__ float Float16BitsToFloatHw(uint16_t h) { return __half2float(__ushort_as_half(h)); }
+
 template <SampleDtype D>
 __device__ __forceinline__ float LoadOne(const void* row, int32_t x) {
+  if constexpr (D == SampleDtype::kFloat16) return Float16BitsToFloatHw(static_cast<const uint16_t*>(row)[x]);
   return rejection::LoadValue(row, D, x);
 }
 
@@ -29,9 +37,7 @@ __device__ __forceinline__ void UnpackQuad(const PackedQuad<D>& v, float out[4])
                            static_cast<uint16_t>(v.y >> 16)};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      // fp16 -> fp32 is exact, so the hardware conversion (one instruction)
-      // gives Float16BitsToFloat's bits (NaN payloads aside: invalid either way).
-      out[i] = D == SampleDtype::kFloat16 ? __half2float(__ushort_as_half(h[i])) : detmath::BFloat16BitsToFloat(h[i]);
+      out[i] = D == SampleDtype::kFloat16 ? Float16BitsToFloatHw(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
     }
   }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared on 2026-11-29 and NOT run (the session's device time was spent):
+# Prepared on 2026-11-29, run at 12:36 UTC (README.md, run 1; kept):
 # fp16 values read one at a time (LoadOne: a row's partial last quad, the
 # race's and filter's single values) through the hardware conversion, as
 # UnpackQuad already reads whole quads, instead of the software
