@@ -119,11 +119,72 @@ __device__ __forceinline__ void LoadChunk(const void* row_ptr, int32_t begin, Pa
   }
 }
 
+// Two 16-bit values at a time in their own format: exact, and NaN (0x7fff
+// or the hardware's) where either is. One max.NaN / min.NaN on bf16x2 or
+// f16x2 pairs on sm_80+; compared as floats before that.
+template <SampleDtype D, bool kMax>
+__device__ __forceinline__ uint32_t PairExtreme(uint32_t a, uint32_t b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  uint32_t r;
+  if constexpr (D == SampleDtype::kBFloat16) {
+    if constexpr (kMax) {
+      asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    } else {
+      asm("min.NaN.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    }
+  } else {
+    if constexpr (kMax) {
+      asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    } else {
+      asm("min.NaN.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+    }
+  }
+  return r;
+#else
+  uint32_t r = 0;
+  for (int shift = 0; shift < 32; shift += 16) {
+    float fa[4], fb[4];
+    UnpackQuad<D>(PackedQuad<D>{a >> shift, 0u}, fa);
+    UnpackQuad<D>(PackedQuad<D>{b >> shift, 0u}, fb);
+    const uint32_t pick = isnan(fa[0]) || isnan(fb[0])   ? 0x7fffu
+                          : (kMax ? fa[0] >= fb[0] : fa[0] <= fb[0]) ? (a >> shift) & 0xffffu
+                                                                     : (b >> shift) & 0xffffu;
+    r |= pick << shift;
+  }
+  return r;
+#endif
+}
+
+template <SampleDtype D>
+__device__ __forceinline__ uint32_t PairMax(uint32_t a, uint32_t b) { return PairExtreme<D, true>(a, b); }
+
+template <SampleDtype D>
+__device__ __forceinline__ uint32_t PairMin(uint32_t a, uint32_t b) { return PairExtreme<D, false>(a, b); }
+
+// A thread's 16 stored 16-bit values folded pairwise: each half of `hi`
+// holds the maximum of 8 of them, each half of `lo` the minimum, NaN if
+// any is.
+template <SampleDtype D>
+__device__ __forceinline__ void ChunkPairExtremes(const PackedQuad<D> (&raw)[kRounds], uint32_t& hi, uint32_t& lo) {
+  hi = raw[0].x;
+  lo = raw[0].x;
+#pragma unroll
+  for (int r = 0; r < kRounds; ++r) {
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      if (r == 0 && half == 0) continue;
+      const uint32_t pair = half == 0 ? raw[r].x : raw[r].y;
+      hi = PairMax<D>(hi, pair);
+      lo = PairMin<D>(lo, pair);
+    }
+  }
+}
+
 // The largest and smallest of a thread's 16 stored values, NaN if any is.
-// 16-bit values on sm_80+: two at a time in their own format (max.NaN /
-// min.NaN on bf16x2 or f16x2 pairs, then one conversion each), half the
-// instructions of comparing them one at a time as floats in a pass that is
-// issue-bound on 16-bit rows (bf16 B=32 116 -> 110 us, B=128 394 -> 370;
+// 16-bit values on sm_80+: two at a time in their own format
+// (ChunkPairExtremes, then one conversion each), half the instructions of
+// comparing them one at a time as floats in a pass that is issue-bound on
+// 16-bit rows (bf16 B=32 116 -> 110 us, B=128 394 -> 370;
 // bench/sampling/results/2026-11-27-hmax). Conversion is exact and monotone, so
 // the results are the float comparisons' (but for the sign of a zero
 // maximum and NaN payloads: no weight or validity depends on either).
@@ -131,22 +192,8 @@ template <SampleDtype D>
 __device__ __forceinline__ void ChunkMaxMin(const PackedQuad<D> (&raw)[kRounds], float& m, float& low) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (D != SampleDtype::kFloat32) {
-    uint32_t hi = raw[0].x, lo = raw[0].x;
-#pragma unroll
-    for (int r = 0; r < kRounds; ++r) {
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        if (r == 0 && half == 0) continue;
-        const uint32_t pair = half == 0 ? raw[r].x : raw[r].y;
-        if constexpr (D == SampleDtype::kBFloat16) {
-          asm("max.NaN.bf16x2 %0, %0, %1;" : "+r"(hi) : "r"(pair));
-          asm("min.NaN.bf16x2 %0, %0, %1;" : "+r"(lo) : "r"(pair));
-        } else {
-          asm("max.NaN.f16x2 %0, %0, %1;" : "+r"(hi) : "r"(pair));
-          asm("min.NaN.f16x2 %0, %0, %1;" : "+r"(lo) : "r"(pair));
-        }
-      }
-    }
+    uint32_t hi, lo;
+    ChunkPairExtremes<D>(raw, hi, lo);
     const PackedQuad<D> extremes{hi, lo};
     float e[4];
     UnpackQuad<D>(extremes, e);
@@ -230,46 +277,48 @@ __device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[
 
 // Two whole chunks of one sampled 16-bit row reduced side by side:
 // FullChunkStats' statistics for each, bit for bit, with the barriers of
-// each reduction shared by both (validity rides with the warp maxima: one
-// barrier for both chunks' validity and maxima, where one chunk took two;
-// the fixed-order sums' five for both). The pass is issue-bound with
-// barrier waits 17% of its stall samples at bf16 B=128
-// (bench/sampling/results/2026-11-29-pass-profile). Leaves each warp's
-// maximum of chunk k in max_shared[k * kWarps + warp].
+// each reduction shared by both (the pass is issue-bound with barrier waits
+// 17% of its stall samples at bf16 B=128,
+// bench/sampling/results/2026-11-29-pass-profile). The two maxima travel as
+// one 16-bit pair through the warp's shuffles and the block's fold (the
+// maximum of stored values is a stored value, so no rounding), and a
+// thread with a non-finite value marks its chunk's half NaN, which max.NaN
+// carries to the block's maximum: one barrier, one word a warp and no vote
+// for both chunks' maxima and validity. Leaves each warp's (chunk 0, chunk
+// 1) maxima in pair_max_shared[warp]; a chunk with a non-finite value
+// has a NaN maximum there and in its statistics.
 template <SampleDtype D>
 __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[kRounds],
                                                    const PackedQuad<D> (&raw1)[kRounds], int32_t begin0,
-                                                   float inv_t, double* sum_shared, float* max_shared,
-                                                   int32_t* bad_shared, ChunkStats& s0, ChunkStats& s1) {
-  float m0, low0, m1, low1;
-  ChunkMaxMin<D>(raw0, m0, low0);
-  ChunkMaxMin<D>(raw1, m1, low1);
-  const bool bad_thread0 = !(detmath::IsFinite(m0) && detmath::IsFinite(low0));
-  const bool bad_thread1 = !(detmath::IsFinite(m1) && detmath::IsFinite(low1));
+                                                   float inv_t, double* sum_shared, uint32_t* pair_max_shared,
+                                                   ChunkStats& s0, ChunkStats& s1) {
+  uint32_t hi0, lo0, hi1, lo1;
+  ChunkPairExtremes<D>(raw0, hi0, lo0);
+  ChunkPairExtremes<D>(raw1, hi1, lo1);
+  // (chunk 0, chunk 1) in the low and high halves.
+  uint32_t maxima = PairMax<D>(__byte_perm(hi0, hi1, 0x5410), __byte_perm(hi0, hi1, 0x7632));
+  const uint32_t minima = PairMin<D>(__byte_perm(lo0, lo1, 0x5410), __byte_perm(lo0, lo1, 0x7632));
+  // A half is infinite or NaN when its exponent bits are all ones, i.e.
+  // when adding one exponent unit to its magnitude carries into its sign
+  // bit (no carry crosses the halves); such a half becomes 0x7fff, a NaN.
+  constexpr uint32_t kMagnitudes = 0x7fff7fffu;
+  constexpr uint32_t kExponentUnits = D == SampleDtype::kBFloat16 ? 0x00800080u : 0x04000400u;
+  const uint32_t non_finite =
+      (((maxima & kMagnitudes) + kExponentUnits) | ((minima & kMagnitudes) + kExponentUnits)) & 0x80008000u;
+  maxima |= non_finite - (non_finite >> 15);
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) {
-    m0 = fmaxf(m0, __shfl_xor_sync(kFullMask, m0, offset));
-    m1 = fmaxf(m1, __shfl_xor_sync(kFullMask, m1, offset));
-  }
-  const int32_t warp_bad =
-      (__any_sync(kFullMask, bad_thread0) ? 1 : 0) | (__any_sync(kFullMask, bad_thread1) ? 2 : 0);
-  const int warp = threadIdx.x / 32;
-  if (threadIdx.x % 32 == 0) {
-    max_shared[warp] = m0;
-    max_shared[kWarps + warp] = m1;
-    bad_shared[warp] = warp_bad;
-  }
+  for (int offset = 16; offset > 0; offset /= 2) maxima = PairMax<D>(maxima, __shfl_xor_sync(kFullMask, maxima, offset));
+  if (threadIdx.x % 32 == 0) pair_max_shared[threadIdx.x / 32] = maxima;
   __syncthreads();
-  // BlockMax's fold, in its order.
-  float block_m0 = max_shared[0], block_m1 = max_shared[kWarps];
-  int32_t block_bad = bad_shared[0];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) {
-    block_m0 = fmaxf(block_m0, max_shared[w]);
-    block_m1 = fmaxf(block_m1, max_shared[kWarps + w]);
-    block_bad |= bad_shared[w];
-  }
-  const bool bad0 = (block_bad & 1) != 0, bad1 = (block_bad & 2) != 0;
+  static_assert(kWarps == 8, "the fold reads the warps' pairs as two 16-byte words");
+  const uint4 w03 = reinterpret_cast<const uint4*>(pair_max_shared)[0];
+  const uint4 w47 = reinterpret_cast<const uint4*>(pair_max_shared)[1];
+  const uint32_t block_pair = PairMax<D>(PairMax<D>(PairMax<D>(w03.x, w03.y), PairMax<D>(w03.z, w03.w)),
+                                         PairMax<D>(PairMax<D>(w47.x, w47.y), PairMax<D>(w47.z, w47.w)));
+  float e[4];
+  UnpackQuad<D>(PackedQuad<D>{block_pair, minima}, e);
+  const float block_m0 = e[0], block_m1 = e[1], low0 = e[2], low1 = e[3];
+  const bool bad0 = isnan(block_m0), bad1 = isnan(block_m1);
   const float scale = rejection::LogitScale(inv_t);
   const float partial0 = ChunkLaneWeightSum<D>(raw0, block_m0, low0, bad0, scale);
   const float partial1 = ChunkLaneWeightSum<D>(raw1, block_m1, low1, bad1, scale);
@@ -277,6 +326,14 @@ __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[k
   BlockFixedOrderSums<2>(sums, sum_shared);
   s0 = ChunkStats{block_m0, bad0 ? -1 : begin0, sums[0]};  // valid in thread 0
   s1 = ChunkStats{block_m1, bad1 ? -1 : begin0 + rejection::kNormalizerChunk, sums[1]};
+}
+
+// Warp w's maximum of chunk k (k = 0, 1) of the last FullChunkPairStats.
+template <SampleDtype D>
+__device__ __forceinline__ float PairWarpMax(const uint32_t* pair_max_shared, int32_t k, int32_t w) {
+  const uint32_t pair = pair_max_shared[w];
+  const uint16_t half = static_cast<uint16_t>(k == 0 ? pair : pair >> 16);
+  return D == SampleDtype::kFloat16 ? Float16BitsToFloatHw(half) : detmath::BFloat16BitsToFloat(half);
 }
 
 // The full-row check of a whole chunk of probability or log-probability
@@ -511,8 +568,8 @@ __device__ __forceinline__ void PrefetchChunk(const void* row_ptr, int32_t begin
 template <SampleDtype D>
 __global__ void __launch_bounds__(kThreads, RowPassRunBlocksPerSm<D>()) RowPassRunKernel(RowPassArgs a) {
   __shared__ double sum_shared[2 * kThreads];
-  __shared__ MaxArg max_shared[2 * kWarps];
-  __shared__ int32_t bad_shared[kWarps];
+  __shared__ MaxArg max_shared[kWarps];
+  __shared__ __align__(16) uint32_t pair_max_shared[kWarps];
   const RejectionBatchInput& in = a.in;
   int64_t order;
   int32_t block_in_row;
@@ -544,8 +601,7 @@ __global__ void __launch_bounds__(kThreads, RowPassRunBlocksPerSm<D>()) RowPassR
         if (c + 2 < c_end && is_full(c + 2)) PrefetchChunk<D>(row_ptr, begin + 2 * rejection::kNormalizerChunk);
         if (c + 3 < c_end && is_full(c + 3)) PrefetchChunk<D>(row_ptr, begin + 3 * rejection::kNormalizerChunk);
         ChunkStats s0, s1;
-        FullChunkPairStats<D>(raw0, raw1, begin, inv_t, sum_shared, reinterpret_cast<float*>(max_shared), bad_shared,
-                              s0, s1);
+        FullChunkPairStats<D>(raw0, raw1, begin, inv_t, sum_shared, pair_max_shared, s0, s1);
         if (threadIdx.x == 0) {
           a.scratch.chunks[slot * a.num_chunks + c] = s0;
           a.scratch.chunks[slot * a.num_chunks + c + 1] = s1;
@@ -553,7 +609,7 @@ __global__ void __launch_bounds__(kThreads, RowPassRunBlocksPerSm<D>()) RowPassR
         if (a.targets_last && !is_draft) {
           if (threadIdx.x < 2 * kWarps) {
             a.scratch.warp_max[(slot * a.num_chunks + c) * kWarps + threadIdx.x] =
-                reinterpret_cast<const float*>(max_shared)[threadIdx.x];
+                PairWarpMax<D>(pair_max_shared, threadIdx.x / kWarps, threadIdx.x % kWarps);
           }
           __syncthreads();  // read before the next chunks' maxima are written
         }

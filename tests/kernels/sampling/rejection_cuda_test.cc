@@ -912,7 +912,9 @@ TEST_F(RejectionCudaTest, RowPassCoversMoreRowsThanOneGridDimension) {
 // (the minimum) and NaN (both) in whole chunks that no decision reads, in
 // target and draft rows, must each make the sequence's outcome the
 // reference's invalid-value error, and the other sequences' outcomes stay
-// the reference's.
+// the reference's. In one-chunk blocks, and in runs of chunks, whose chunk
+// pairs carry their validity as a NaN maximum (the chunks poked are the
+// first and the second of a pair, and with runs of 3 a chunk alone too).
 TEST_F(RejectionCudaTest, SixteenBitPassFindsInfinitiesAndNaNsInWholeChunks) {
   struct Bits {
     uint16_t plus_inf, minus_inf, nan;
@@ -947,8 +949,13 @@ TEST_F(RejectionCudaTest, SixteenBitPassFindsInfinitiesAndNaNsInWholeChunks) {
     for (int32_t i : {1, 5, 7}) EXPECT_EQ(cpu.status_codes[i], kRejectionBadTargetValue) << "sequence " << i;
     EXPECT_EQ(cpu.status_codes[3], kRejectionBadDraftValue);
     for (int32_t i : {0, 2, 4, 6, 8}) EXPECT_EQ(cpu.status_codes[i], kRejectionOk) << "sequence " << i;
-    DeviceRunner runner;
-    ExpectSameOutputs(runner.Run(in), cpu, absl::StrCat("dtype ", static_cast<int>(dtype)));
+    for (int32_t chunks : {0, 1, 2, 3, 6}) {
+      DeviceRunner runner;
+      if (chunks > 0) runner.set_row_pass_chunks_per_block(chunks);
+      ExpectSameOutputs(runner.Run(in), cpu,
+                        absl::StrCat("dtype ", static_cast<int>(dtype), " chunks per block ",
+                                     chunks == 0 ? "planned" : absl::StrCat(chunks)));
+    }
   }
 }
 
