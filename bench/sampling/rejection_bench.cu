@@ -581,8 +581,7 @@ int Main(const Options& opt) {
           const int32_t row_chunks = kind != SampleValueKind::kLogits ? 0
                                      : opt.row_chunks > 0
                                          ? std::min(opt.row_chunks, chunks)
-                                         : RejectionRowPassChunksPerBlock(opt.dtype, pass_rows, chunks, scratch.num_sms,
-                                                                          /*filtered=*/false);
+                                         : RejectionRowPassChunksPerBlock(opt.dtype, pass_rows, chunks, scratch.num_sms);
           std::printf("%-13s B=%-3d gamma=%d V=%-6d G=%-3d copies=%-2d  ours median %7.2f us p95 %7.2f | host merge "
                       "%7.2f us p95 %7.2f | read floor %6.2f us (%.1f MB) | launch %.2f us | row chunks %d\n",
                       kind_name.c_str(), b, gamma, vocab, g, copies, ours.median_us, ours.p95_us,

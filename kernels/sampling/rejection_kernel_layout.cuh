@@ -58,7 +58,7 @@ constexpr int RowPassRunBlocksPerSm() {
 }
 constexpr int32_t kRowPassMaxChunksPerBlock = 8;
 // Single-chunk waves from which the launcher takes runs of 8 chunks, and
-// (16-bit rows of an unfiltered batch) runs of 4 below that
+// (16-bit rows) runs of 4 below that
 // (RejectionRowPassChunksPerBlock).
 constexpr int64_t kRowPassRunMinWaves = 32;
 constexpr int32_t kRowPassShortRunChunks = 4;

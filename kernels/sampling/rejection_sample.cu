@@ -253,8 +253,7 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
     // probability rows keeps one chunk per block unless a test asks.
     args.chunks_per_block = scratch.row_pass_chunks_per_block > 0
                                 ? std::min(scratch.row_pass_chunks_per_block, num_chunks)
-                            : logits_exact ? RejectionRowPassChunksPerBlock(D, rows, num_chunks, scratch.num_sms,
-                                                                            in.any_top_k_top_p)
+                            : logits_exact ? RejectionRowPassChunksPerBlock(D, rows, num_chunks, scratch.num_sms)
                                            : 1;
     args.blocks_per_row = (num_chunks + args.chunks_per_block - 1) / args.chunks_per_block;
     args.row_of_block = FastDivisor::For(static_cast<uint32_t>(args.blocks_per_row));
@@ -301,8 +300,7 @@ cudaError_t LaunchTyped(const RejectionSampleParams& params, const RejectionScra
 
 }  // namespace
 
-int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms,
-                                       bool filtered) {
+int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms) {
   // Measured on the H100 (bench/sampling/results/2026-11-26-rowpass): runs
   // of 8 pay where the pass is issue-bound and many waves long, i.e. 16-bit
   // rows from B = 32 on (bf16 B = 128: 475.5 -> 417.0 us, B = 32: 131.7 ->
@@ -327,14 +325,18 @@ int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t 
   // gamma = 8: B=8 39.3-39.5 -> 39.0-39.1 us, fp16 39.6 -> 39.2, B=12 50.0-50.1
   // -> 48.9, B=16 61.3-61.5 -> 59.9, B=24 82.7 -> 80.0-80.1 (runs of 8 80.9-81.0),
   // B=32 104.3-104.4 -> 103.0-103.1 (runs of 8 102.6-103.0); B=4, 3 waves,
-  // lost 1.5-1.8 us in runs of 2). Filtered batches, whose pass takes the
-  // target rows last for the filter, lost with them at B=8 (57.5-57.6 ->
-  // 58.2-58.6) and B=32 (150.5-151.1 -> 152.6), so they keep the 32-wave
-  // rule (runs 3 and 4 of bench/sampling/results/2026-11-29-unpack-late).
+  // lost 1.5-1.8 us in runs of 2). Filtered batches (whose pass takes the
+  // target rows last and copies their warp maxima for the filter) lost with
+  // runs then (B=8 57.5-57.6 -> 58.2-58.6 us; runs 3 and 4 of
+  // bench/sampling/results/2026-11-29-unpack-late) and gain since a chunk
+  // pair's maxima travel as one 16-bit pair: bf16 B=8 58.0-58.1 -> 57.6-57.9,
+  // B=16 87.0-87.2 -> 83.7-83.8, B=32 151.3-151.7 -> 148.0-148.2 (B=4, below
+  // 6 waves, 45.2-45.3 -> 46.0-46.2: lost; run 2 of
+  // bench/sampling/results/2026-11-29-pair-max), so they take the same plan.
   if (dtype == SampleDtype::kFloat32) return 1;
   const int64_t single_chunk_waves = rows * num_chunks / (int64_t{kRowPassBlocksPerSm} * std::max(1, num_sms));
   if (single_chunk_waves >= kRowPassRunMinWaves) return std::min(kRowPassMaxChunksPerBlock, num_chunks);
-  if (!filtered && single_chunk_waves >= kRowPassShortRunMinWaves) return std::min(kRowPassShortRunChunks, num_chunks);
+  if (single_chunk_waves >= kRowPassShortRunMinWaves) return std::min(kRowPassShortRunChunks, num_chunks);
   return 1;
 }
 

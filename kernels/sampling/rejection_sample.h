@@ -104,10 +104,9 @@ cudaError_t LaunchRejectionSample(const RejectionSampleParams& params, const Rej
 // Chunks per row-pass block the launcher takes for `rows` rows of
 // `num_chunks` chunks of `dtype` when RejectionScratch::row_pass_chunks_per_block
 // is 0: 8 for 16-bit rows whose single-chunk pass would be 32 waves or more
-// on `num_sms` SMs, 4 for those of 6 waves or more in a batch without top-k /
-// top-p (`filtered` false), else 1 (never more than num_chunks).
-int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms,
-                                       bool filtered);
+// on `num_sms` SMs, 4 for those of 6 waves or more, else 1 (never more than
+// num_chunks).
+int32_t RejectionRowPassChunksPerBlock(SampleDtype dtype, int64_t rows, int32_t num_chunks, int32_t num_sms);
 
 // Race blocks per SM the launcher plans for a batch of `num_sequences` when
 // RejectionScratch::race_blocks_per_sm is 0.

@@ -1019,7 +1019,9 @@ TEST_F(RejectionCudaTest, ProbabilityRowsWithZeroRunsMatch) {
       for (int32_t i = 0; i < b; ++i) {
         EXPECT_EQ(cpu.status_codes[i], kRejectionOk) << "sequence " << i;
         fell_back = fell_back || (draft && i % 4 == 1 && cpu.accepted_lengths[i] < w->gamma(i));
-        if (draft && i % 4 == 3) EXPECT_EQ(cpu.accepted_lengths[i], w->gamma(i)) << "filtered bonus, sequence " << i;
+        if (draft && i % 4 == 3) {
+          EXPECT_EQ(cpu.accepted_lengths[i], w->gamma(i)) << "filtered bonus, sequence " << i;
+        }
       }
       EXPECT_EQ(fell_back, draft) << "a zero residual's fallback race ran in the reference";
       for (bool host_merge : {false, true}) {
@@ -1140,34 +1142,31 @@ TEST_F(RejectionCudaTest, HostMergeNeedsTheSlotsOfItsPlanAndNoGreedyTargets) {
 
 // The row pass's plan (host only, so it runs without a GPU too): fp32 rows
 // always one chunk a block; 16-bit rows in runs of 8 from 32 single-chunk
-// waves, runs of 4 from 6 waves when no sequence filters, never longer than
+// waves, runs of 4 from 6 waves, filtered or not, never longer than
 // the row. At gamma = 8 a sequence has 17 rows, V = 151,936 38 chunks: on
 // 132 SMs B=8 is 6 waves, B=4 3, B=32 26, B=40 32.
 constexpr int32_t kPlanChunks = 38;
 
-TEST(RejectionRowPassPlanTest, RunsByDtypeBatchAndFilter) {
-  const auto plan = [](SampleDtype dtype, int64_t batch, bool filtered, int32_t chunks = kPlanChunks) {
-    return RejectionRowPassChunksPerBlock(dtype, batch * 17, chunks, /*num_sms=*/132, filtered);
+TEST(RejectionRowPassPlanTest, RunsByDtypeAndBatch) {
+  const auto plan = [](SampleDtype dtype, int64_t batch, int32_t chunks = kPlanChunks) {
+    return RejectionRowPassChunksPerBlock(dtype, batch * 17, chunks, /*num_sms=*/132);
   };
   for (int64_t batch : {1, 8, 32, 128}) {
-    EXPECT_EQ(plan(SampleDtype::kFloat32, batch, false), 1) << "fp32 B=" << batch;
+    EXPECT_EQ(plan(SampleDtype::kFloat32, batch), 1) << "fp32 B=" << batch;
   }
   for (SampleDtype dtype : {SampleDtype::kBFloat16, SampleDtype::kFloat16}) {
-    EXPECT_EQ(plan(dtype, 1, false), 1);
-    EXPECT_EQ(plan(dtype, 4, false), 1);
-    EXPECT_EQ(plan(dtype, 8, false), 4);
-    EXPECT_EQ(plan(dtype, 32, false), 4);
-    EXPECT_EQ(plan(dtype, 40, false), 8);
-    EXPECT_EQ(plan(dtype, 128, false), 8);
-    EXPECT_EQ(plan(dtype, 8, true), 1);
-    EXPECT_EQ(plan(dtype, 32, true), 1);
-    EXPECT_EQ(plan(dtype, 40, true), 8);
+    EXPECT_EQ(plan(dtype, 1), 1);
+    EXPECT_EQ(plan(dtype, 4), 1);
+    EXPECT_EQ(plan(dtype, 8), 4);
+    EXPECT_EQ(plan(dtype, 32), 4);
+    EXPECT_EQ(plan(dtype, 40), 8);
+    EXPECT_EQ(plan(dtype, 128), 8);
     // Short rows: a run is at most the row (more rows give the same waves).
-    EXPECT_EQ(plan(dtype, 8 * 38 / 3, false, 3), 3);
-    EXPECT_EQ(plan(dtype, 40 * 38 / 2, false, 2), 2);
+    EXPECT_EQ(plan(dtype, 8 * 38 / 3, 3), 3);
+    EXPECT_EQ(plan(dtype, 40 * 38 / 2, 2), 2);
   }
   // Fewer SMs, more waves for the same batch.
-  EXPECT_EQ(RejectionRowPassChunksPerBlock(SampleDtype::kBFloat16, 4 * 17, kPlanChunks, 66, false), 4);
+  EXPECT_EQ(RejectionRowPassChunksPerBlock(SampleDtype::kBFloat16, 4 * 17, kPlanChunks, 66), 4);
 }
 
 class RejectionCudaStatsTest : public ::testing::TestWithParam<testing::StatCase> {
