@@ -36,6 +36,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/common/sm90_code.h"
 #include "kernels/greedy/greedy_cuda.h"
 #include "kernels/greedy/block_copy.cuh"
 #include "kernels/greedy/greedy_pdl.cuh"
@@ -814,8 +815,9 @@ cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
                             static_cast<int>(batch.total_draft_rows));
 }
 
-// Whether the current device takes programmatic dependent launches (compute
-// capability >= 9), cached per device ordinal (0 unknown, 1 no, 2 yes).
+// Whether the current device takes programmatic dependent launches of this
+// file's kernels: sm_90+ running their sm_90 code (sm90_code.h), cached per
+// device ordinal (0 unknown, 1 no, 2 yes).
 bool DeviceTakesDependentLaunch() {
   static std::atomic<int> cache[kMaxCachedDevices];
   int device = 0;
@@ -826,13 +828,13 @@ bool DeviceTakesDependentLaunch() {
       return cached == 2;
     }
   }
-  int major = 0;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor,
-                             device) != cudaSuccess) {
+  bool yes = false;
+  if (KernelRunsSm90Code(reinterpret_cast<const void*>(&SpeculativePackKernel),
+                         &yes) != cudaSuccess) {
     return false;
   }
-  if (slot != nullptr) slot->store(major >= 9 ? 2 : 1, std::memory_order_relaxed);
-  return major >= 9;
+  if (slot != nullptr) slot->store(yes ? 2 : 1, std::memory_order_relaxed);
+  return yes;
 }
 
 template <int kVec>

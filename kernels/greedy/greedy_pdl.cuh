@@ -2,8 +2,9 @@
 // path. Private to kernels/greedy/greedy_cuda.cu.
 //
 // Below sm_90 both are nothing; the host launches the dependent grid with
-// cudaLaunchAttributeProgrammaticStreamSerialization only on compute
-// capability >= 9, so there stream order alone applies.
+// cudaLaunchAttributeProgrammaticStreamSerialization only where the device
+// runs this file's sm_90 code (kernels/common/sm90_code.h), so elsewhere
+// stream order alone applies.
 #ifndef SPECVERIFY_KERNELS_GREEDY_GREEDY_PDL_CUH_
 #define SPECVERIFY_KERNELS_GREEDY_GREEDY_PDL_CUH_
 

@@ -54,8 +54,10 @@ __device__ __forceinline__ void AllowDependentLaunch() {
 }
 
 // sm_90: wait until the primary grid has completed and its writes are
-// visible. Without the launch attribute (devices below 9.0) the kernel only
-// starts after the primary grid anyway, and on them this compiles to nothing.
+// visible. Code compiled below sm_90 has no wait, so the launcher sets the
+// launch attribute only where the device runs sm_90 code
+// (kernels/common/sm90_code.h); without it the kernel only starts after the
+// primary grid anyway.
 __device__ __forceinline__ void WaitForPrimaryGrid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");

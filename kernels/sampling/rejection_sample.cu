@@ -9,6 +9,7 @@
 #include <mutex>
 #include <type_traits>
 
+#include "kernels/common/sm90_code.h"
 #include "kernels/sampling/fast_divisor.h"
 #include "kernels/sampling/philox.h"
 #include "kernels/sampling/race_result.cuh"
@@ -26,8 +27,9 @@ namespace {
 #include "kernels/sampling/rejection_race_sweep.cuh"
 #include "kernels/sampling/rejection_race_kernel.cuh"
 
-// Whether the current device takes programmatic dependent launches (sm_90+),
-// cached per device ordinal.
+// Whether the current device takes programmatic dependent launches of this
+// file's kernels: sm_90+ running their sm_90 code (sm90_code.h), cached per
+// device ordinal.
 cudaError_t DeviceTakesDependentLaunch(bool* yes) {
   static constexpr int kDevices = 64;
   static int8_t cache[kDevices] = {};  // 0 unknown, 1 no, 2 yes
@@ -39,11 +41,9 @@ cudaError_t DeviceTakesDependentLaunch(bool* yes) {
     *yes = cache[device] == 2;
     return cudaSuccess;
   }
-  int major = 0;
-  if (cudaError_t e = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device); e != cudaSuccess) {
+  if (cudaError_t e = KernelRunsSm90Code(reinterpret_cast<const void*>(&CombineRowsKernel), yes); e != cudaSuccess) {
     return e;
   }
-  *yes = major >= 9;
   if (device >= 0 && device < kDevices) cache[device] = *yes ? 2 : 1;
   return cudaSuccess;
 }
@@ -88,8 +88,8 @@ cudaError_t RaceBlocksThatFit(void (*race)(RaceArgs), int32_t* fit) {
 }
 
 // Whether the filter kernel the current device runs has clusters: sm_90
-// code, not the portable PTX compiled for an older architecture. Asked once
-// per kernel.
+// code, not the portable PTX compiled for an older architecture
+// (sm90_code.h). Asked once per kernel.
 template <SampleDtype D>
 cudaError_t FilterHasClusters(bool* yes) {
   static std::atomic<int> known{0};  // 0 unknown, 1 no, 2 yes
@@ -97,11 +97,9 @@ cudaError_t FilterHasClusters(bool* yes) {
     *yes = k == 2;
     return cudaSuccess;
   }
-  bool dependent = false;
-  if (cudaError_t e = DeviceTakesDependentLaunch(&dependent); e != cudaSuccess) return e;
-  cudaFuncAttributes attributes{};
-  if (cudaError_t e = cudaFuncGetAttributes(&attributes, FilterKernel<D>); e != cudaSuccess) return e;
-  *yes = dependent && attributes.binaryVersion >= 90;
+  if (cudaError_t e = KernelRunsSm90Code(reinterpret_cast<const void*>(&FilterKernel<D>), yes); e != cudaSuccess) {
+    return e;
+  }
   known.store(*yes ? 2 : 1, std::memory_order_relaxed);
   return cudaSuccess;
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/common/sm90_code.h"
 #include "kernels/sampling/philox.h"
 #include "kernels/sampling/rejection_core.h"
 #include "kernels/tree/tree_core.h"
@@ -623,7 +624,8 @@ __device__ __forceinline__ rejection::RaceCandidate WarpBest(rejection::RaceCand
 
 // Thread-block clusters (and cluster_group) exist from sm_90 on. The portable
 // PTX of the build (compute_75) gets a kernel that traps; the launcher never
-// starts it there (cudaErrorNotSupported below sm_90).
+// starts it (cudaErrorNotSupported where the device does not run sm_90 code,
+// kernels/common/sm90_code.h).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
 #define SV_TREE_HAS_CLUSTERS 1
 #else
@@ -1176,6 +1178,12 @@ cudaError_t LaunchTreePack(const TreePackParams& p, const TreeScratch& scratch, 
   return LaunchWalkPack<false>(a, scratch, stream);
 }
 
+cudaError_t TreeSamplingSupported(bool* yes) {
+  // The portable PTX's TreeSampleKernel traps (SV_TREE_HAS_CLUSTERS).
+  return KernelRunsSm90Code(reinterpret_cast<const void*>(&TreeSampleKernel<SampleDtype::kFloat32, false, false, false>),
+                            yes);
+}
+
 cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream, int32_t cluster_blocks) {
   const RejectionBatchInput& in = params.input;
   if (in.num_sequences < 1 || in.vocab_size < 1 || in.vocab_size > (1 << 20) ||
@@ -1186,12 +1194,9 @@ cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream
       in.has_draft_probs != ((in.target_rows != nullptr ? in.draft_rows : in.draft_values) != nullptr)) {
     return cudaErrorInvalidValue;
   }
-  int device = 0, major = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) {
-    return cudaErrorUnknown;
-  }
-  if (major < 9) return cudaErrorNotSupported;  // thread-block clusters: sm_90+
+  bool supported = false;
+  if (TreeSamplingSupported(&supported) != cudaSuccess) return cudaErrorUnknown;
+  if (!supported) return cudaErrorNotSupported;
   const int32_t chunks = rejection::NumChunks(in.vocab_size);
   // Default: 16 blocks per tree from 16 chunks on (more SMs reading each
   // row; 16 needs the non-portable cluster size, sm_90; 8 where the device

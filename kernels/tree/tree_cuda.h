@@ -88,8 +88,14 @@ cudaError_t LaunchTreeGreedyVerifyPack(const TreeGreedyDeviceBatch& batch, const
 // (sm_90) and give cudaErrorInvalidValue where the device cannot run them.
 // REQUIRES the host copy passed ValidateTreeSampleBatch (the kernel itself
 // checks ids, parents and every value it reads). Returns
-// cudaErrorInvalidValue for options the kernel does not support.
+// cudaErrorInvalidValue for options the kernel does not support, and
+// cudaErrorNotSupported where TreeSamplingSupported says no.
 cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream, int32_t cluster_blocks = 0);
+
+// *yes: LaunchTreeSample runs on the current device. Its kernel needs
+// thread-block clusters: an sm_90+ device running this build's sm_90 code
+// (kernels/common/sm90_code.h), not an A100 or a build's portable PTX.
+cudaError_t TreeSamplingSupported(bool* yes);
 
 // Pack of per-tree paths (TreePackParams); REQUIRES accepted_lengths[i] in
 // [0, n_i] and path_nodes[offsets[i] + d] in [0, n_i) (the sampled kernel

@@ -544,7 +544,20 @@ void ExpectSampledParity(const SampledTreeBatch& batch, const SampledRun& gpu, c
   }
 }
 
-TEST_F(TreeCudaTest, SampledMatchesTheReferenceAcrossTheGrid) {
+// The sampled kernel needs thread-block clusters (TreeSamplingSupported):
+// elsewhere it is refused, which the server answers FAILED_PRECONDITION.
+class TreeCudaSampledTest : public TreeCudaTest {
+ protected:
+  void SetUp() override {
+    TreeCudaTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    bool supported = false;
+    ASSERT_EQ(TreeSamplingSupported(&supported), cudaSuccess);
+    if (!supported) GTEST_SKIP() << "this device does not run the build's sm_90 code: sampled trees need clusters";
+  }
+};
+
+TEST_F(TreeCudaSampledTest, SampledMatchesTheReferenceAcrossTheGrid) {
   struct Point {
     int32_t trees, vocab, max_nodes;
   };
@@ -572,7 +585,7 @@ TEST_F(TreeCudaTest, SampledMatchesTheReferenceAcrossTheGrid) {
 // Distribution rows read through row tables (the worker's region) give the
 // reference's outcome, as the staged rows do, on vocabularies with and
 // without the vector loads and with and without draft rows.
-TEST_F(TreeCudaTest, SampledRowsThroughRowTablesMatchTheReference) {
+TEST_F(TreeCudaSampledTest, SampledRowsThroughRowTablesMatchTheReference) {
   uint64_t seed = 1700;
   for (const int32_t vocab : {97, 4096, 32000}) {
     for (const bool draft : {true, false}) {
@@ -590,7 +603,7 @@ TEST_F(TreeCudaTest, SampledRowsThroughRowTablesMatchTheReference) {
   }
 }
 
-TEST_F(TreeCudaTest, SampledClusterSizesGiveIdenticalResults) {
+TEST_F(TreeCudaSampledTest, SampledClusterSizesGiveIdenticalResults) {
   RandomSampledTreeOptions o;
   o.num_trees = 8;
   o.vocab = 65543;  // 17 chunks, odd: the scalar-load path
@@ -603,7 +616,7 @@ TEST_F(TreeCudaTest, SampledClusterSizesGiveIdenticalResults) {
   }
 }
 
-TEST_F(TreeCudaTest, SampledChainsMatchTheChainSampler) {
+TEST_F(TreeCudaSampledTest, SampledChainsMatchTheChainSampler) {
   for (const bool draft : {true, false}) {
     SamplingWorkloadOptions o;
     o.num_sequences = 33;
@@ -642,7 +655,7 @@ TEST_F(TreeCudaTest, SampledChainsMatchTheChainSampler) {
 
 // The sampled workload generator's trees (the load generator's), on named
 // shapes, against both the CPU reference and its outcome helper.
-TEST_F(TreeCudaTest, SampledWorkloadShapesMatchTheReference) {
+TEST_F(TreeCudaSampledTest, SampledWorkloadShapesMatchTheReference) {
   for (const bool draft : {true, false}) {
     for (const TreeShape& shape : {MedusaStyleShape(), EagleStyleShape()}) {
       TreeSampledWorkloadOptions o;
@@ -676,7 +689,7 @@ TEST_F(TreeCudaTest, SampledWorkloadShapesMatchTheReference) {
   }
 }
 
-TEST_F(TreeCudaTest, SampledBadValuesAreReportedLikeTheReference) {
+TEST_F(TreeCudaSampledTest, SampledBadValuesAreReportedLikeTheReference) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int32_t v = 4099;
   RandomSampledTreeOptions o;
@@ -705,6 +718,9 @@ class TreeCudaStatsTest : public ::testing::TestWithParam<testing::TreeStatCase>
  protected:
   void SetUp() override {
     if (!CudaDeviceAvailable()) GTEST_SKIP() << "no CUDA device visible: GPU tree tests skipped";
+    bool supported = false;
+    ASSERT_EQ(TreeSamplingSupported(&supported), cudaSuccess);
+    if (!supported) GTEST_SKIP() << "this device does not run the build's sm_90 code: sampled trees need clusters";
   }
 };
 
