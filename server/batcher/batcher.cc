@@ -496,10 +496,15 @@ absl::Status Batcher::OnBatchFailed(int device, const absl::Status& status) {
   // With several devices the answer names the one that failed.
   const std::string which =
       devices_->size() > 1 ? absl::StrCat("device ", devices_->at(device).name, ": ") : "";
+  // A healthy device's FAILED_PRECONDITION is the batch's own (a sampled
+  // token tree on a GPU without the clusters its kernel needs): the client
+  // learns the code it can act on, not INTERNAL.
   const absl::Status answer =
       status.code() == absl::StatusCode::kUnavailable ||
               status.code() == absl::StatusCode::kResourceExhausted
           ? status
+      : status.code() == absl::StatusCode::kFailedPrecondition && !fatal
+          ? absl::FailedPreconditionError(absl::StrCat(which, status.message()))
           : absl::InternalError(
                 absl::StrCat(which, "the backend failed the batch: ", status.message()));
   if (!fatal || !devices_->TakeOutOfService(device, health)) return answer;

@@ -249,6 +249,20 @@ absl::Status CudaExecutor::LaunchTree(Work& work, bool inject_fault) {
   std::byte* const res = slot.device_results.as<std::byte>();
   work.inputs_in_place = false;  // tree batches always copy (results include the paths)
   const auto i32 = [](std::byte* base, int64_t at) { return reinterpret_cast<int32_t*>(base + at); };
+  if (sampled) {
+    // The sampled tree kernel needs thread-block clusters. Where the device
+    // has none for this build (an A100, or a newer GPU running the build's
+    // portable PTX), the batch is refused as the batch's own error: the
+    // kernel's refusal, a CUDA error, would take the whole device out.
+    bool supported = false;
+    SV_CUDA_RETURN_IF_ERROR(TreeSamplingSupported(&supported));
+    if (!supported) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "sampled token trees need thread-block clusters: an sm_90 or newer GPU running this build's sm_90 code; "
+          "CUDA device ",
+          options_.device_ordinal, " does not (greedy trees and sampled chains still run here)"));
+    }
+  }
 
   // Host views first: the checks the kernels rely on, on the staged bytes.
   GreedyBatchInput greedy_in;

@@ -242,6 +242,26 @@ TEST_F(MultiDeviceBatcherTest, AFaultTakesOnlyItsDeviceOutOfService) {
   EXPECT_THAT(Enqueue(refused, 8, 1), StatusIs(absl::StatusCode::kUnavailable, _));
 }
 
+// A healthy device's refusal of one batch (FAILED_PRECONDITION: a sampled
+// token tree on a GPU without clusters) reaches the client with its code and
+// the device named, and takes nothing out of service.
+TEST_F(MultiDeviceBatcherTest, ABatchRefusedByAHealthyDeviceKeepsItsCodeAndTheDevice) {
+  Make();
+  backends_[1]->RefuseNext(absl::FailedPreconditionError("sampled token trees need thread-block clusters"));
+  Call refused, after;
+  ASSERT_THAT(Enqueue(refused, 0, 1, /*pinned_to=*/1), IsOk());
+  ASSERT_TRUE(refused.Wait());
+  EXPECT_THAT(refused.status, StatusIs(absl::StatusCode::kFailedPrecondition,
+                                       HasSubstr("device cuda:1: sampled token trees need thread-block clusters")));
+  EXPECT_THAT(out_devices_, IsEmpty());
+  EXPECT_TRUE(devices_->in_service(1));
+  ASSERT_THAT(Enqueue(after, 1, 1, /*pinned_to=*/1), IsOk());
+  ASSERT_TRUE(after.Wait());
+  EXPECT_THAT(after.status, IsOk());
+  EXPECT_EQ(after.response.timing().device(), 1);
+  EXPECT_THAT(stopped_, IsOk());
+}
+
 TEST_F(MultiDeviceBatcherTest, StopOnDeviceFailureStopsAtTheFirstFault) {
   Make(/*stop_on_device_failure=*/true);
   backends_[0]->Fail(absl::InternalError("CUDA error: ECC (injected)"));

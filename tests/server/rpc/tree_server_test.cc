@@ -3,7 +3,8 @@
 // tree drafts through Verify and VerifyStream, chains and trees in flight
 // together, every answer checked against the workload's oracle / the CPU
 // reference; a chain sent as a tree answers as the chain; bad trees are
-// refused naming the sequence and the node.
+// refused naming the sequence and the node; a GPU that cannot run sampled
+// trees refuses them and stays in service.
 #include <map>
 #include <memory>
 #include <string>
@@ -23,6 +24,12 @@
 #include "tests/server/testing/device_server_test.h"
 #include "tests/testing/status_matchers.h"
 
+#if SPECVERIFY_TEST_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/tree/tree_cuda.h"
+#endif
+
 namespace specverify::server {
 namespace {
 
@@ -30,6 +37,20 @@ using ::specverify::client::VerifierClient;
 using ::specverify::testing::IsOk;
 using ::specverify::testing::StatusIs;
 using ::testing::HasSubstr;
+
+// Whether `device` is a GPU this build cannot run sampled trees on
+// (TreeSamplingSupported: no thread-block clusters, e.g. an A100, or a newer
+// GPU running the build's portable PTX).
+bool RefusesSampledTrees(const std::string& device) {
+#if SPECVERIFY_TEST_CUDA
+  bool supported = true;
+  return device.rfind("cuda", 0) == 0 && cudaSetDevice(0) == cudaSuccess &&
+         TreeSamplingSupported(&supported) == cudaSuccess && !supported;
+#else
+  (void)device;
+  return false;
+#endif
+}
 
 class TreeServerTest : public testing::DeviceServerTest {
  protected:
@@ -181,6 +202,10 @@ TEST_P(TreeServerTest, SampledTreesMatchTheCpuReference) {
     for (int32_t r = 0; r < client::TreeSampledRequestCount(w); ++r) {
       absl::StatusOr<v1::VerifyResponse> response =
           client_->Verify(*client::BuildTreeSampledRequest(w, r));
+      if (RefusesSampledTrees(GetParam()) && client::TreeSampledRequestStatus(expected, w, r).ok()) {
+        EXPECT_THAT(response, StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("thread-block clusters")));
+        continue;
+      }
       if (!client::TreeSampledRequestStatus(expected, w, r).ok()) {
         EXPECT_THAT(response, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("sequence")));
         continue;
@@ -190,6 +215,15 @@ TEST_P(TreeServerTest, SampledTreesMatchTheCpuReference) {
           << "request " << r << " draft " << draft;
     }
   }
+  // Refused or not, the device serves on: a greedy tree is answered.
+  const TreeGreedyWorkload greedy = GreedyTrees(4, 16, 33);
+  absl::StatusOr<v1::VerifyResponse> after =
+      client_->Verify(*client::BuildTreeGreedyRequest(greedy, 0, 4, v1::KV_RETURN_INLINE));
+  ASSERT_THAT(after, IsOk());
+  EXPECT_THAT(client::CheckTreeGreedyResponse(greedy, 0, 4, v1::KV_RETURN_INLINE, *after), IsOk());
+  absl::StatusOr<v1::ServerInfo> info = client_->GetServerInfo();
+  ASSERT_THAT(info, IsOk());
+  for (const v1::DeviceInfo& d : info->devices()) EXPECT_TRUE(d.in_service()) << d.name();
 }
 
 TEST_P(TreeServerTest, BadTreesAreRefusedNamingTheSequenceAndTheNode) {

@@ -93,6 +93,12 @@ class ControllableBackend final : public Backend {
     absl::MutexLock lock(&mu_);
     failure_ = std::move(status);
   }
+  // The next batch to complete fails with `status`, the batch's own error:
+  // health stays OK (a backend refusing what its device cannot run).
+  void RefuseNext(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    refusal_ = std::move(status);
+  }
   std::vector<int32_t> batch_sequences() const {
     absl::MutexLock lock(&mu_);
     return batch_sequences_;
@@ -116,6 +122,10 @@ class ControllableBackend final : public Backend {
     inner_->Submit(std::move(batch),
                    [this, done = std::move(done)](std::unique_ptr<Batch> b, absl::Status s) {
                      absl::Status failure = health();
+                     if (failure.ok()) {
+                       absl::MutexLock lock(&mu_);
+                       failure = std::exchange(refusal_, absl::OkStatus());
+                     }
                      done(std::move(b), failure.ok() ? std::move(s) : failure);
                    });
   }
@@ -125,6 +135,7 @@ class ControllableBackend final : public Backend {
   bool paused_ ABSL_GUARDED_BY(mu_) = false;
   std::deque<Held> held_ ABSL_GUARDED_BY(mu_);
   absl::Status failure_ ABSL_GUARDED_BY(mu_);
+  absl::Status refusal_ ABSL_GUARDED_BY(mu_);
   std::vector<int32_t> batch_sequences_ ABSL_GUARDED_BY(mu_);
   std::vector<int32_t> batch_vocab_sizes_ ABSL_GUARDED_BY(mu_);
 };
