@@ -85,6 +85,9 @@ __device__ int32_t SequenceOfRowWarp(const int32_t* offsets, int32_t b, int64_t 
 // N sums over the block, each in the fixed pairwise order s[t] += s[t +
 // stride] (rejection_core.h), side by side so that they share the tree's
 // barriers. shared holds N * kThreads doubles; the sums are valid in thread 0.
+// Strides 32 and below stay in warp 0 (the stride-32 step from shared
+// memory, then shuffles): the same additions with one barrier fewer than a
+// barrier per stride.
 template <int N>
 __device__ __forceinline__ void BlockFixedOrderSums(double (&partials)[N], double* shared) {
   const int t = threadIdx.x;
@@ -92,7 +95,7 @@ __device__ __forceinline__ void BlockFixedOrderSums(double (&partials)[N], doubl
   for (int k = 0; k < N; ++k) shared[k * kThreads + t] = partials[k];
   __syncthreads();
 #pragma unroll
-  for (int stride = kThreads / 2; stride >= 32; stride /= 2) {
+  for (int stride = kThreads / 2; stride >= 64; stride /= 2) {
     if (t < stride) {
 #pragma unroll
       for (int k = 0; k < N; ++k) {
@@ -103,8 +106,10 @@ __device__ __forceinline__ void BlockFixedOrderSums(double (&partials)[N], doubl
     __syncthreads();
   }
 #pragma unroll
-  for (int k = 0; k < N; ++k) partials[k] = t < 32 ? shared[k * kThreads + t] : 0.0;
+  for (int k = 0; k < N; ++k) partials[k] = 0.0;
   if (t < 32) {
+#pragma unroll
+    for (int k = 0; k < N; ++k) partials[k] = detmath::AddD(shared[k * kThreads + t], shared[k * kThreads + t + 32]);
 #pragma unroll
     for (int offset = 16; offset > 0; offset /= 2) {
 #pragma unroll
