@@ -276,9 +276,9 @@ __device__ __forceinline__ ChunkStats FullChunkStats(const PackedQuad<D> (&raw)[
 }
 
 // Two whole chunks of one sampled 16-bit row reduced side by side:
-// FullChunkStats' statistics for each, bit for bit, with the barriers of
-// each reduction shared by both (the pass is issue-bound with barrier waits
-// 17% of its stall samples at bf16 B=128,
+// FullChunkStats' statistics for each (bit for bit for a valid chunk),
+// with the barriers of each reduction shared by both (the pass is
+// issue-bound with barrier waits 17% of its stall samples at bf16 B=128,
 // bench/sampling/results/2026-11-29-pass-profile). The two maxima travel as
 // one 16-bit pair through the warp's shuffles and the block's fold (the
 // maximum of stored values is a stored value, so no rounding), and a
@@ -307,7 +307,9 @@ __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[k
       (((maxima & kMagnitudes) + kExponentUnits) | ((minima & kMagnitudes) + kExponentUnits)) & 0x80008000u;
   maxima |= non_finite - (non_finite >> 15);
 #pragma unroll
-  for (int offset = 16; offset > 0; offset /= 2) maxima = PairMax<D>(maxima, __shfl_xor_sync(kFullMask, maxima, offset));
+  for (int offset = 16; offset > 0; offset /= 2) {
+    maxima = PairMax<D>(maxima, __shfl_xor_sync(kFullMask, maxima, offset));
+  }
   if (threadIdx.x % 32 == 0) pair_max_shared[threadIdx.x / 32] = maxima;
   __syncthreads();
   static_assert(kWarps == 8, "the fold reads the warps' pairs as two 16-byte words");
