@@ -17,6 +17,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 namespace specverify {
 
 // *yes: the current device is sm_90 or newer and runs `kernel` from code
@@ -35,6 +37,34 @@ inline cudaError_t KernelRunsSm90Code(const void* kernel, bool* yes) {
   *yes = major >= 9 && attributes.ptxVersion >= 90;
   return cudaSuccess;
 }
+
+// KernelRunsSm90Code for one kernel, remembered per device ordinal (the
+// answer depends only on the device and the build): the launchers ask
+// before every batch. A function-local static per kernel.
+class Sm90CodeCache {
+ public:
+  explicit Sm90CodeCache(const void* kernel) : kernel_(kernel) {}
+
+  cudaError_t Ask(bool* yes) {
+    int device = 0;
+    if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+    std::atomic<int>* const slot = device >= 0 && device < kDevices ? &known_[device] : nullptr;
+    if (slot != nullptr) {
+      if (const int known = slot->load(std::memory_order_relaxed); known != 0) {
+        *yes = known == 2;
+        return cudaSuccess;
+      }
+    }
+    if (cudaError_t e = KernelRunsSm90Code(kernel_, yes); e != cudaSuccess) return e;
+    if (slot != nullptr) slot->store(*yes ? 2 : 1, std::memory_order_relaxed);
+    return cudaSuccess;
+  }
+
+ private:
+  static constexpr int kDevices = 64;
+  const void* const kernel_;
+  std::atomic<int> known_[kDevices] = {};  // 0 unknown, 1 no, 2 yes
+};
 
 }  // namespace specverify
 

@@ -816,25 +816,12 @@ cudaError_t LaunchPrefixFirst(const GreedyDeviceBatch& batch,
 }
 
 // Whether the current device takes programmatic dependent launches of this
-// file's kernels: sm_90+ running their sm_90 code (sm90_code.h), cached per
-// device ordinal (0 unknown, 1 no, 2 yes).
+// file's kernels: sm_90+ running their sm_90 code (sm90_code.h).
 bool DeviceTakesDependentLaunch() {
-  static std::atomic<int> cache[kMaxCachedDevices];
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return false;
-  std::atomic<int>* slot = device < kMaxCachedDevices ? &cache[device] : nullptr;
-  if (slot != nullptr) {
-    if (const int cached = slot->load(std::memory_order_relaxed); cached != 0) {
-      return cached == 2;
-    }
-  }
+  static Sm90CodeCache cache(
+      reinterpret_cast<const void*>(&SpeculativePackKernel));
   bool yes = false;
-  if (KernelRunsSm90Code(reinterpret_cast<const void*>(&SpeculativePackKernel),
-                         &yes) != cudaSuccess) {
-    return false;
-  }
-  if (slot != nullptr) slot->store(yes ? 2 : 1, std::memory_order_relaxed);
-  return yes;
+  return cache.Ask(&yes) == cudaSuccess && yes;
 }
 
 template <int kVec>

@@ -18,6 +18,12 @@
 // registers (bench/sampling/results/2026-11-29-fp16-scalar-load).
 __device__ __forceinline__ float Float16BitsToFloatHw(uint16_t h) { return __half2float(__ushort_as_half(h)); }
 
+// One stored fp16 or bf16 value as a float (exact).
+template <SampleDtype D>
+__device__ __forceinline__ float StoredHalfToFloat(uint16_t h) {
+  return D == SampleDtype::kFloat16 ? Float16BitsToFloatHw(h) : detmath::BFloat16BitsToFloat(h);
+}
+
 template <SampleDtype D>
 __device__ __forceinline__ float LoadOne(const void* row, int32_t x) {
   if constexpr (D == SampleDtype::kFloat16) return Float16BitsToFloatHw(static_cast<const uint16_t*>(row)[x]);
@@ -36,9 +42,7 @@ __device__ __forceinline__ void UnpackQuad(const PackedQuad<D>& v, float out[4])
     const uint16_t h[4] = {static_cast<uint16_t>(v.x), static_cast<uint16_t>(v.x >> 16), static_cast<uint16_t>(v.y),
                            static_cast<uint16_t>(v.y >> 16)};
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      out[i] = D == SampleDtype::kFloat16 ? Float16BitsToFloatHw(h[i]) : detmath::BFloat16BitsToFloat(h[i]);
-    }
+    for (int i = 0; i < 4; ++i) out[i] = StoredHalfToFloat<D>(h[i]);
   }
 }
 

@@ -334,8 +334,7 @@ __device__ __forceinline__ void FullChunkPairStats(const PackedQuad<D> (&raw0)[k
 template <SampleDtype D>
 __device__ __forceinline__ float PairWarpMax(const uint32_t* pair_max_shared, int32_t k, int32_t w) {
   const uint32_t pair = pair_max_shared[w];
-  const uint16_t half = static_cast<uint16_t>(k == 0 ? pair : pair >> 16);
-  return D == SampleDtype::kFloat16 ? Float16BitsToFloatHw(half) : detmath::BFloat16BitsToFloat(half);
+  return StoredHalfToFloat<D>(static_cast<uint16_t>(k == 0 ? pair : pair >> 16));
 }
 
 // The full-row check of a whole chunk of probability or log-probability

@@ -28,24 +28,10 @@ namespace {
 #include "kernels/sampling/rejection_race_kernel.cuh"
 
 // Whether the current device takes programmatic dependent launches of this
-// file's kernels: sm_90+ running their sm_90 code (sm90_code.h), cached per
-// device ordinal.
+// file's kernels: sm_90+ running their sm_90 code (sm90_code.h).
 cudaError_t DeviceTakesDependentLaunch(bool* yes) {
-  static constexpr int kDevices = 64;
-  static int8_t cache[kDevices] = {};  // 0 unknown, 1 no, 2 yes
-  static std::mutex mu;
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  std::lock_guard<std::mutex> lock(mu);
-  if (device >= 0 && device < kDevices && cache[device] != 0) {
-    *yes = cache[device] == 2;
-    return cudaSuccess;
-  }
-  if (cudaError_t e = KernelRunsSm90Code(reinterpret_cast<const void*>(&CombineRowsKernel), yes); e != cudaSuccess) {
-    return e;
-  }
-  if (device >= 0 && device < kDevices) cache[device] = *yes ? 2 : 1;
-  return cudaSuccess;
+  static Sm90CodeCache cache(reinterpret_cast<const void*>(&CombineRowsKernel));
+  return cache.Ask(yes);
 }
 
 // Resident blocks per SM of a race kernel on the current device, queried once

@@ -1179,24 +1179,10 @@ cudaError_t LaunchTreePack(const TreePackParams& p, const TreeScratch& scratch, 
 }
 
 cudaError_t TreeSamplingSupported(bool* yes) {
-  // Cached per device ordinal (0 unknown, 1 no, 2 yes): a server asks for
-  // every sampled-tree batch.
-  static constexpr int kDevices = 64;
-  static std::atomic<int> cache[kDevices];
-  int device = 0;
-  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  std::atomic<int>* const slot = device >= 0 && device < kDevices ? &cache[device] : nullptr;
-  if (slot != nullptr) {
-    if (const int known = slot->load(std::memory_order_relaxed); known != 0) {
-      *yes = known == 2;
-      return cudaSuccess;
-    }
-  }
   // The portable PTX's TreeSampleKernel traps (SV_TREE_HAS_CLUSTERS).
   void (*const kernel)(SampleTreeArgs) = &TreeSampleKernel<SampleDtype::kFloat32, false, false, false>;
-  if (cudaError_t e = KernelRunsSm90Code(reinterpret_cast<const void*>(kernel), yes); e != cudaSuccess) return e;
-  if (slot != nullptr) slot->store(*yes ? 2 : 1, std::memory_order_relaxed);
-  return cudaSuccess;
+  static Sm90CodeCache cache(reinterpret_cast<const void*>(kernel));
+  return cache.Ask(yes);
 }
 
 cudaError_t LaunchTreeSample(const TreeSampleParams& params, cudaStream_t stream, int32_t cluster_blocks) {
